@@ -1,0 +1,146 @@
+// servekit/moe.h — the Mixture-of-Experts layer.
+//
+//   out[t] = sum_k  w[t,k] * FFN_{e[t,k]}(x[t])   +   sum_s FFN_shared_s(x[t])
+//   FFN(x) = act(x · W13ᵀ + b13) · W2ᵀ + b2
+//
+// over the routed experts e[t,k] that fall in the local range [local_expert_offset,
+// local_expert_offset + local_num_experts) (others contribute nothing: expert parallelism), with
+// shared experts seeing every token with weight 1. The sum runs in a fixed order (k = 0..K-1,
+// then shared experts) in fp32, so results do not depend on scheduling.
+//
+// Canonical weights (host, bf16, row-major, K-major "y = x · Wᵀ"):
+//   w13 [E_local, R, H]  R = 2I for gated activations (rows [0, I) gate, [I, 2I) up), I for ReLU²
+//   w2  [E_local, H, I]
+//   w13_bias [E_local, R], w2_bias [E_local, H]  optional, f32 or bf16
+//   shared_* the same with S = num_shared_experts in place of E_local
+// prepare_weights / load_expert convert them once into the layout of ExecutionConfig's backend
+// and QuantConfig's format (quant.h); the caller's buffers are not kept.
+//
+// Activations (g = gate half, u = up half of x · W13ᵀ + b13):
+//   kSwiGLU     silu(g) * u
+//   kGeGLU      gelu(g) * u            (erf form)
+//   kSwiGLUOAI  gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), (u' + 1) * g' * sigmoid(1.702 g')
+//   kReLU2      relu(h)^2              (not gated: W13 has I rows)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "servekit/quant.h"
+#include "servekit/routing.h"
+#include "servekit/tensor.h"
+
+namespace servekit {
+
+enum class Activation : uint8_t { kSwiGLU, kGeGLU, kSwiGLUOAI, kReLU2 };
+
+std::string_view activation_name(Activation a);
+Activation parse_activation(std::string_view name);  // throws servekit::Error
+constexpr bool activation_is_gated(Activation a) { return a != Activation::kReLU2; }
+constexpr float kSwiGLUOAIAlpha = 1.702f;
+constexpr float kSwiGLUOAILimit = 7.0f;
+
+struct ExpertConfig {
+  int64_t hidden_size = 0;        // H
+  int64_t intermediate_size = 0;  // I (per expert)
+  int local_expert_offset = 0;    // first global expert id held here
+  int local_num_experts = -1;     // experts held here; -1 = all (num_experts - offset)
+  int num_shared_experts = 0;     // S, fused into the same pass, weight 1
+};
+
+// Which kernel family runs a forward. kAuto picks by routed rows (tokens x top_k) against the
+// tuned cutover; the CPU backend ignores it.
+enum class MoEPath : uint8_t { kAuto, kStatic, kDynamic };
+
+struct ExecutionConfig {
+  int64_t max_num_tokens = 1024;  // capacity: workspace is sized for it once, at construction
+  Device device = Device::cpu();
+  int num_threads = 0;            // CPU backend: 0 = all hardware threads
+  MoEPath path = MoEPath::kAuto;
+  bool keep_host_weights = false; // CUDA backend: also keep the prepared host copy (for checks)
+};
+
+struct MoEConfig {
+  RoutingConfig routing;
+  QuantConfig quant;
+  ExpertConfig experts;
+  Activation activation = Activation::kSwiGLU;
+  ExecutionConfig exec;
+};
+
+// Resolves defaults (local_num_experts = -1) and throws servekit::Error for any invalid field,
+// naming it, its value and the valid range.
+MoEConfig validate_moe_config(MoEConfig cfg);
+// Rows of W13: 2I for gated activations, I otherwise.
+inline int64_t w13_rows(const MoEConfig& c) {
+  return activation_is_gated(c.activation) ? 2 * c.experts.intermediate_size
+                                           : c.experts.intermediate_size;
+}
+
+// One expert's canonical weights (host, bf16; biases f32 or bf16, optional).
+struct ExpertWeightsView {
+  TensorView w13;       // [R, H]
+  TensorView w2;        // [H, I]
+  TensorView w13_bias;  // [R] or undefined
+  TensorView w2_bias;   // [H] or undefined
+};
+
+// All experts' canonical weights, stacked (see the top of this file).
+struct MoEWeights {
+  TensorView w13, w2, w13_bias, w2_bias;                                // [E_local, ...]
+  TensorView shared_w13, shared_w2, shared_w13_bias, shared_w2_bias;    // [S, ...]
+};
+
+struct MoEInputs {
+  TensorView hidden;           // [T, H] bf16, contiguous, on the layer's device
+  TensorView router_logits;    // [T, E] f32 or bf16 (all methods but kPrecomputed)
+  TensorView correction_bias;  // [E] f32 (kDeepSeekV3, kMiniMax)
+  TensorView topk_ids;         // [T, K] int32 global ids, kPrecomputed only; -1 = no expert
+  TensorView topk_weights;     // [T, K] f32, kPrecomputed only
+};
+
+// A prepared expert in the plain host layout of quant.h, with biases in fp32 (empty if none).
+struct PreparedExpert {
+  QuantizedMatrix w13;  // [R, H]
+  QuantizedMatrix w2;   // [H, I]
+  std::vector<float> w13_bias, w2_bias;
+};
+
+class MoEBackend;  // CPU or CUDA implementation (internal)
+
+class MoELayer {
+ public:
+  // Validates the config and allocates workspace for exec.max_num_tokens on exec.device.
+  // Throws servekit::Error for an invalid config, or a CUDA device in a build without CUDA.
+  explicit MoELayer(const MoEConfig& cfg);
+  ~MoELayer();
+  MoELayer(MoELayer&&) noexcept;
+  MoELayer& operator=(MoELayer&&) noexcept;
+
+  const MoEConfig& config() const;
+
+  // Converts all weights at once (shapes as at the top of this file).
+  void prepare_weights(const MoEWeights& w);
+  // Converts one routed expert (local index 0..E_local-1) or one shared expert (0..S-1).
+  // Experts never loaded must never be routed to: forward throws if one is (CPU backend) or
+  // reads zero weights (CUDA backend, which keeps no host-side routing).
+  void load_expert(int local_expert, const ExpertWeightsView& w);
+  void load_shared_expert(int shared_index, const ExpertWeightsView& w);
+  bool expert_loaded(int local_expert) const;
+
+  // The prepared host copy of an expert (CPU backend, or CUDA with keep_host_weights), for
+  // references and checks; nullptr if not loaded or not kept. shared experts follow the routed
+  // ones: index E_local + s.
+  const PreparedExpert* prepared_expert(int index) const;
+
+  // Runs the layer. out: [T, H] bf16 contiguous on the layer's device, 1 <= T <= max_num_tokens.
+  // stream: a cudaStream_t for the CUDA backend (nullptr = default stream), ignored on the CPU.
+  // Throws servekit::Error naming the argument for a wrong dtype, shape, device or layout.
+  void forward(const MoEInputs& in, TensorView out, void* stream = nullptr);
+
+ private:
+  std::unique_ptr<MoEBackend> impl_;
+};
+
+}  // namespace servekit
