@@ -107,8 +107,6 @@ struct PreparedExpert {
   std::vector<float> w13_bias, w2_bias;
 };
 
-class MoEBackend;  // CPU or CUDA implementation (internal)
-
 class MoELayer {
  public:
   // Validates the config and allocates workspace for exec.max_num_tokens on exec.device.
@@ -140,7 +138,8 @@ class MoELayer {
   void forward(const MoEInputs& in, TensorView out, void* stream = nullptr);
 
  private:
-  std::unique_ptr<MoEBackend> impl_;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace servekit

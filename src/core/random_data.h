@@ -1,0 +1,41 @@
+// Deterministic random weights and inputs for the program, tests and benchmarks. Every value is
+// a pure function of (seed, stream, index), so one expert's weights can be generated without
+// generating the others (a deepseek-v3 layer on 8 tokens touches ~60 of 256 experts and must
+// fit in 24 GB). Internal header.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "servekit/moe.h"
+
+namespace servekit {
+
+// n bf16 values (raw bits) uniform in [-scale, scale].
+void fill_uniform_bf16(uint64_t seed, uint64_t stream, uint16_t* out, size_t n, float scale);
+void fill_uniform_f32(uint64_t seed, uint64_t stream, float* out, size_t n, float scale);
+// n standard-normal-ish floats (sum of uniforms), for logits and hidden states.
+void fill_normal_f32(uint64_t seed, uint64_t stream, float* out, size_t n, float stddev);
+
+// Canonical host weights of one expert, with views for MoELayer::load_expert.
+struct HostExpert {
+  std::vector<uint16_t> w13;  // [R, H] bf16 bits
+  std::vector<uint16_t> w2;   // [H, I]
+  std::vector<float> w13_bias, w2_bias;  // empty unless with_bias
+  ExpertWeightsView view(const MoEConfig& cfg);
+};
+// Weights of expert `index` (routed global id, or num_experts + s for shared expert s), scaled
+// so that activations stay O(1): U(-a, a) with a = sqrt(3 / fan_in).
+HostExpert make_random_expert(const MoEConfig& cfg, uint64_t seed, int index, bool with_bias);
+
+enum class RoutingSkew : uint8_t { kUniform, kSkewed };
+// Router logits [T, E]: kUniform draws N(0, 1); kSkewed adds a Zipf-like bonus that sends most
+// tokens to a few experts (expert j gets +6/(1+j) after a seeded shuffle).
+std::vector<float> make_router_logits(uint64_t seed, int64_t tokens, int num_experts,
+                                      RoutingSkew skew);
+// Correction bias [E] (DeepSeek-V3 / MiniMax): small values U(-0.1, 0.1).
+std::vector<float> make_correction_bias(uint64_t seed, int num_experts);
+// Hidden states [T, H] bf16 bits, N(0, 1).
+std::vector<uint16_t> make_hidden(uint64_t seed, int64_t tokens, int64_t hidden);
+
+}  // namespace servekit

@@ -1,0 +1,57 @@
+// Device-side plan of one MoE forward on the CUDA backend: which permuted row holds which
+// (token, slot), grouped by expert. Built on the device from the routing ids with no host
+// synchronisation; every buffer is sized once for the layer's capacity. Internal header.
+//
+// Groups: g = 0..E_local-1 are the local routed experts (global id = local_expert_offset + g),
+// g = E_local..E_local+S-1 the shared experts (every token, weight 1). Rows of a group are
+// contiguous in the permuted buffers and ordered by ascending token, so the plan (and every
+// result computed from it) is deterministic.
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "servekit/routing.h"
+#include "servekit/tensor.h"
+
+namespace servekit::cuda {
+
+// Capacity of the permuted buffers: every (token, slot) local.
+inline int64_t plan_capacity_rows(int64_t max_tokens, int top_k, int num_shared) {
+  return max_tokens * (top_k + num_shared);
+}
+
+struct PlanBuffers {  // all device pointers
+  int num_groups = 0;                // G = E_local + S
+  int32_t* group_offsets = nullptr;  // [G + 1]: rows of group g are [off[g], off[g+1]); off[G] = total
+  int32_t* row_token = nullptr;      // [capacity] source token of each permuted row
+  int32_t* row_group = nullptr;      // [capacity] group of each permuted row
+  int32_t* token_slot_row = nullptr; // [max_tokens, K + S] permuted row of (token, slot) or -1
+  void* scratch = nullptr;           // plan-building scratch, plan_scratch_bytes()
+};
+
+// Scratch bytes launch_build_plan needs for this capacity.
+size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups);
+
+// Routing on the device: logits [T, E] (f32 or bf16), bias [E] f32 or nullptr -> ids [T, K]
+// int32 (global), weights [T, K] f32; identical ids to route_cpu on the same fp32 logits.
+// One launch. Requires E <= kMaxExpertsGpu and K <= kMaxTopK (checked by the caller).
+void launch_route(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+                  const float* bias, int64_t tokens, int32_t* ids, float* weights,
+                  cudaStream_t stream);
+
+// Builds the plan from ids [T, K] (global ids; ids outside [expert_offset, expert_offset +
+// local_experts) or < 0 are not local and get row -1).
+void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert_offset,
+                       int local_experts, int num_shared, const PlanBuffers& plan,
+                       cudaStream_t stream);
+
+// out[t] = sum_k w[t,k] * (y[row(t,k)] + b2[g]) + sum_s (y[row(t,K+s)] + b2[E_local+s]), in
+// that order, in fp32, rounded once to bf16. y: [capacity, H] bf16 permuted GEMM2 output;
+// w2_bias: [G, H] f32 or nullptr.
+void launch_combine(const void* y, const PlanBuffers& plan, const float* topk_weights,
+                    int64_t tokens, int top_k, int num_shared, int64_t hidden,
+                    const float* w2_bias, void* out, cudaStream_t stream);
+
+}  // namespace servekit::cuda
