@@ -10,6 +10,7 @@
 #include "cuda/runtime.h"
 #include "cuda/static_pack.h"
 #include "servekit/error.h"
+#include "tune/moe_path.h"
 
 namespace servekit::cuda {
 namespace sm = static_moe;
@@ -145,7 +146,8 @@ sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
 void validate_static_desc(const StaticMoEDesc& d) {
   static_format(d.quant);  // throws for an unsupported method
   std::string why;
-  SERVEKIT_CHECK(static_supports(d.quant, d.hidden, d.intermediate, &why), "static moe: ", why);
+  SERVEKIT_CHECK(tune::static_path_supports(d.quant, d.hidden, d.intermediate, &why),
+                 "static moe: ", why);
   SERVEKIT_CHECK(d.num_groups >= 1, "static moe: num_groups=", d.num_groups, " must be >= 1");
   SERVEKIT_CHECK(d.num_shared >= 0 && d.num_shared <= d.num_groups,
                  "static moe: num_shared=", d.num_shared,

@@ -3,7 +3,6 @@
 #include "cuda/static_pack.h"
 
 #include <cstring>
-#include <string>
 
 #include "servekit/error.h"
 
@@ -34,19 +33,6 @@ StaticFormat static_format(const QuantConfig& q) {
   SERVEKIT_FAIL("static moe: quant ", quant_name(q.method),
                 " has no static kernel (supported: bf16, fp8_per_tensor, fp8_block128, "
                 "mxfp4_w4a16, nvfp4_w4a16, int4_w4a16)");
-}
-
-bool static_supports(const QuantConfig& q, int64_t hidden, int64_t intermediate, std::string* why) {
-  auto no = [&](std::string reason) {
-    if (why) *why = std::move(reason);
-    return false;
-  };
-  if (q.method == QuantMethod::kMXFP4W4A8) return no("quant mxfp4_w4a8 has no static kernel");
-  if (hidden % 64 != 0)
-    return no("hidden_size=" + std::to_string(hidden) + " is not a multiple of 64");
-  if (intermediate % 64 != 0)
-    return no("intermediate_size=" + std::to_string(intermediate) + " is not a multiple of 64");
-  return true;
 }
 
 namespace {

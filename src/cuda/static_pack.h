@@ -15,12 +15,6 @@ namespace servekit::cuda {
 // on 4-bit weights have no static kernel) and for an invalid config.
 static_moe::StaticFormat static_format(const QuantConfig& q);
 
-// Whether the static path runs this layer shape: a supported format and hidden_size,
-// intermediate_size multiples of 64 (k-blocks and m16 tiles without padding). When `why` is
-// given it receives the reason for a false answer.
-bool static_supports(const QuantConfig& q, int64_t hidden, int64_t intermediate,
-                     std::string* why = nullptr);
-
 // One matrix in the device layout: codes then scales, geom.code_bytes + geom.scale_bytes bytes.
 struct StaticPackedMatrix {
   static_moe::StaticMatrixGeometry geom{};

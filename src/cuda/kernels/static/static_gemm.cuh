@@ -237,9 +237,9 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
         if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
       __threadfence();
       __syncthreads();
-      const int c_first = static_cta_of_step(u * kblocks, total, grid);
-      const int c_last = static_cta_of_step(u * kblocks + kblocks - 1, total, grid);
-      if (threadIdx.x == 0) last_flag = atomicAdd(p.unit_counters + u, 1) == c_last - c_first;
+      const StaticSegment seg = static_segment(u, cta, kblocks, total, grid);
+      if (threadIdx.x == 0)
+        last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, total, grid) - 1;
       __syncthreads();
       finish = last_flag;
       if (finish) {
@@ -248,7 +248,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
         for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
           for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-        for (int c = c_first; c <= c_last; ++c) {
+        for (int c = seg.first_cta; c <= seg.last_cta; ++c) {  // in k order: deterministic
+          if (!static_cta_has_steps(c, total, grid)) continue;
           const int cs = static_partial_slot(u, c, kblocks, total, grid);
           const float4* part = reinterpret_cast<const float4*>(p.partials) +
                                ((static_cast<int64_t>(c) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +

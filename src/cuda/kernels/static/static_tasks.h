@@ -113,6 +113,20 @@ SERVEKIT_HD StaticSegment static_segment(int64_t unit, int b, int kblocks, int64
   return seg;
 }
 
+// Whether CTA b has steps (with fewer steps than CTAs some ranges are empty, even between the
+// CTAs of one unit).
+SERVEKIT_HD bool static_cta_has_steps(int b, int64_t total_steps, int grid) {
+  return static_cta_begin(b + 1, total_steps, grid) > static_cta_begin(b, total_steps, grid);
+}
+
+// CTAs holding a part of the unit: those with steps in [first_cta, last_cta].
+SERVEKIT_HD int static_unit_parts(const StaticSegment& seg, int64_t total_steps, int grid) {
+  int n = 0;
+  for (int c = seg.first_cta; c <= seg.last_cta; ++c)
+    n += static_cta_has_steps(c, total_steps, grid);
+  return n;
+}
+
 // Slot (0 or 1) in which CTA c stores its partial sums of a unit: 0 for the first unit of its
 // range, 1 for the last. A CTA cuts at most two units (its first and its last), so two slots per
 // CTA hold every partial of a launch.
