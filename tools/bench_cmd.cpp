@@ -1,13 +1,186 @@
-// `servekit bench` — placeholder until the benchmark lands.
+// `servekit bench moe ...`: parses the options, runs the benchmark (bench_moe.h), writes the
+// result file of BENCH.md and returns 1 if any row failed its check.
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "bench_moe.h"
 #include "commands.h"
+#include "core/presets.h"
 
 namespace servekit::cli {
 
-int cmd_bench(int, char**) {
-  std::fprintf(stderr, "servekit: error: bench is not implemented yet\n");
-  return 2;
+namespace {
+
+using bench::BenchOptions;
+
+constexpr const char* kUsage =
+    "usage: servekit bench moe [--preset a,b|all] [--quant q1,q2|default|all]\n"
+    "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed]\n"
+    "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
+    "         [--check-tokens 64] [--peer on|off] [--commit SHA] [--threads N] [--device N]\n"
+    "         [--max-seconds S] [--seed N]\n"
+    "  all presets = every model preset but `tiny`; default quant = the preset's own format.\n"
+    "  The commit defaults to $SERVEKIT_COMMIT. Exit 1 if a row fails its check.\n";
+
+std::vector<std::string> split(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(',', start), s.size());
+    if (end > start) out.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  SERVEKIT_CHECK(!v.empty() && *end == '\0' && x >= lo && x <= hi, flag, "=", v,
+                 " must be an integer in [", lo, ", ", hi, "]");
+  return x;
+}
+
+std::string today_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
+  return buf;
+}
+
+struct Parsed {
+  BenchOptions opt;
+  std::string out, commit;
+};
+
+Parsed parse_args(int argc, char** argv) {
+  Parsed p;
+  BenchOptions& o = p.opt;
+  std::string presets = "all", quants = "default", tokens = "1,8,32,128,512,2048,8192",
+              routings = "uniform,skewed", path = "auto";
+  if (const char* c = std::getenv("SERVEKIT_COMMIT")) p.commit = c;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    SERVEKIT_CHECK(flag.rfind("--", 0) == 0 && i + 1 < argc, "argument '", flag,
+                   "' is not an option followed by a value");
+    const std::string v = argv[++i];
+    if (flag == "--preset")
+      presets = v;
+    else if (flag == "--quant")
+      quants = v;
+    else if (flag == "--tokens")
+      tokens = v;
+    else if (flag == "--routing")
+      routings = v;
+    else if (flag == "--path")
+      path = v;
+    else if (flag == "--repeats")
+      o.repeats = static_cast<int>(parse_int(flag, v, 1, 100000));
+    else if (flag == "--warmup")
+      o.warmup = static_cast<int>(parse_int(flag, v, 0, 100000));
+    else if (flag == "--out")
+      p.out = v;
+    else if (flag == "--check-tokens")
+      o.check_tokens = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+    else if (flag == "--commit")
+      p.commit = v;
+    else if (flag == "--threads")
+      o.threads = static_cast<int>(parse_int(flag, v, 0, 4096));
+    else if (flag == "--device")
+      o.device = static_cast<int>(parse_int(flag, v, 0, 1024));
+    else if (flag == "--max-seconds")
+      o.max_seconds = static_cast<double>(parse_int(flag, v, 0, 1 << 30));
+    else if (flag == "--seed")
+      o.seed = static_cast<uint64_t>(parse_int(flag, v, 0, INT64_MAX));
+    else if (flag == "--peer") {
+      SERVEKIT_CHECK(v == "on" || v == "off", "--peer=", v, " must be on or off");
+      o.peer = v == "on";
+    } else {
+      SERVEKIT_FAIL("unknown option '", flag, "'");
+    }
+  }
+  if (presets == "all") {
+    for (const Preset& pr : servekit::presets())
+      if (pr.name != "tiny") o.presets.push_back(pr.name);
+  } else {
+    o.presets = split(presets);
+    for (const auto& name : o.presets) find_preset(name);
+  }
+  if (quants == "all") {
+    for (QuantMethod m : all_quant_methods()) o.quants.emplace_back(quant_name(m));
+  } else {
+    o.quants = split(quants);
+    for (const auto& q : o.quants)
+      if (q != "default") parse_quant(q);
+  }
+  for (const auto& t : split(tokens)) o.tokens.push_back(parse_int("--tokens", t, 1, 1 << 20));
+  for (const auto& r : split(routings)) {
+    SERVEKIT_CHECK(r == "uniform" || r == "skewed", "--routing=", r, " must be uniform or skewed");
+    o.routings.push_back(r == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
+  }
+  if (path == "both") {
+    o.paths = {MoEPath::kStatic, MoEPath::kDynamic};
+  } else {
+    SERVEKIT_CHECK(path == "auto" || path == "static" || path == "dynamic", "--path=", path,
+                   " must be auto, static, dynamic or both");
+    o.paths = {path == "auto"     ? MoEPath::kAuto
+               : path == "static" ? MoEPath::kStatic
+                                  : MoEPath::kDynamic};
+  }
+  SERVEKIT_CHECK(
+      !o.presets.empty() && !o.quants.empty() && !o.tokens.empty() && !o.routings.empty(),
+      "--preset, --quant, --tokens and --routing need at least one value each");
+  return p;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  if (argc < 2 || std::string_view(argv[1]) != "moe") {
+    std::fprintf(stderr, "servekit: error: bench needs a benchmark name (moe)\n%s", kUsage);
+    return 2;
+  }
+  Parsed p;
+  try {
+    p = parse_args(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "servekit: error: bench moe: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  bench::RunInfo info;
+  info.commit = p.commit.empty() ? "unknown" : p.commit;
+  info.date = today_utc();
+  for (int i = 0; i < argc; ++i) info.command += (i ? " " : "servekit ") + std::string(argv[i]);
+  std::vector<bench::BenchRow> rows;
+  try {
+    rows = bench::run_moe_bench(p.opt, info);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "servekit: error: bench moe: %s\n", e.what());
+    return 2;
+  }
+  int failed = 0, skipped = 0;
+  for (const auto& r : rows) {
+    failed += r.status == "fail" || r.status == "error";
+    skipped += r.status == "skipped";
+  }
+  if (!p.out.empty()) {
+    std::ofstream f(p.out);
+    f << bench::results_json(info, rows);
+    if (!f) {
+      std::fprintf(stderr, "servekit: error: bench moe: cannot write --out %s\n", p.out.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "bench: wrote %zu rows to %s\n", rows.size(), p.out.c_str());
+  }
+  std::printf("bench moe: %zu rows, %d failed, %d skipped\n", rows.size(), failed, skipped);
+  return failed ? 1 : 0;
 }
 
 }  // namespace servekit::cli

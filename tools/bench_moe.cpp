@@ -1,0 +1,458 @@
+#include "bench_moe.h"
+
+#ifdef SERVEKIT_WITH_CUDA
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "bench_check.h"
+#include "core/presets.h"
+#include "cuda/bench/l2_flush.h"
+#include "cuda/peer/cublas_moe.h"
+#include "cuda/runtime.h"
+#include "servekit/servekit.h"
+
+namespace servekit::bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+class DeviceArray {
+ public:
+  explicit DeviceArray(size_t bytes) {
+    if (bytes) SERVEKIT_CUDA_CHECK(cudaMalloc(&p_, bytes));
+  }
+  DeviceArray(const DeviceArray&) = delete;
+  DeviceArray& operator=(const DeviceArray&) = delete;
+  ~DeviceArray() {
+    if (p_) cudaFree(p_);
+  }
+  void* get() const { return p_; }
+
+ private:
+  void* p_ = nullptr;
+};
+
+struct Stream {
+  cudaStream_t s = nullptr;
+  Stream() { SERVEKIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
+  ~Stream() { cudaStreamDestroy(s); }
+};
+
+// A captured forward; empty when capture failed (the row then times direct calls).
+struct Graph {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ~Graph() {
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+  }
+};
+
+const char* path_name(MoEPath p) {
+  switch (p) {
+    case MoEPath::kAuto:
+      return "auto";
+    case MoEPath::kStatic:
+      return "static";
+    case MoEPath::kDynamic:
+      return "dynamic";
+  }
+  return "?";
+}
+
+const char* skew_name(RoutingSkew s) {
+  return s == RoutingSkew::kSkewed ? "skewed" : "uniform";
+}
+
+// FNV-1a over the row's identity: every row draws its own inputs, the same for every path.
+uint64_t row_seed(uint64_t base, const std::string& preset, QuantMethod q, int64_t tokens,
+                  RoutingSkew skew) {
+  uint64_t h = 1469598103934665603ull ^ base;
+  auto mix = [&](uint64_t v) {
+    for (int i = 0; i < 8; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  for (char c : preset) mix(static_cast<unsigned char>(c));
+  mix(static_cast<uint64_t>(q));
+  mix(static_cast<uint64_t>(tokens));
+  mix(static_cast<uint64_t>(skew));
+  return h;
+}
+
+// Generates every routed and shared expert on `threads` threads and loads it. MoELayer's
+// load_expert is not safe to call concurrently, so loads take a lock; generation overlaps them.
+void load_all_experts(MoELayer& layer, bool with_bias, uint64_t seed, int threads) {
+  const MoEConfig& cfg = layer.config();
+  const int L = cfg.experts.local_num_experts, S = cfg.experts.num_shared_experts;
+  std::atomic<int> next{0};
+  std::mutex load_mu, err_mu;
+  std::exception_ptr error;
+  auto work = [&] {
+    try {
+      for (int i = next++; i < L + S; i = next++) {
+        const int index =
+            i < L ? cfg.experts.local_expert_offset + i : cfg.routing.num_experts + (i - L);
+        HostExpert e = make_random_expert(cfg, seed, index, with_bias);
+        const ExpertWeightsView v = e.view(cfg);
+        std::lock_guard<std::mutex> lock(load_mu);
+        if (i < L) {
+          layer.load_expert(i, v);
+        } else {
+          layer.load_shared_expert(i - L, v);
+        }
+      }
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(err_mu);
+      if (!error) error = std::current_exception();
+      next = L + S;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, std::min(threads, L + S)); ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+struct Timing {
+  double median_us = kNaN, min_us = kNaN;
+};
+
+// Times `launch` with CUDA events around each call, an L2 flush before each (outside the
+// events), after `warmup` untimed calls. Median of `repeats`.
+template <typename Launch>
+Timing time_cold(Launch&& launch, cuda::L2Flusher& flusher, cudaStream_t s, int warmup,
+                 int repeats) {
+  for (int i = 0; i < warmup; ++i) {
+    flusher.flush(s);
+    launch(s);
+  }
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(repeats), nullptr);
+  struct Cleanup {
+    std::vector<cudaEvent_t>& ev;
+    ~Cleanup() {
+      for (cudaEvent_t e : ev)
+        if (e) cudaEventDestroy(e);
+    }
+  } cleanup{ev};
+  for (auto& e : ev) SERVEKIT_CUDA_CHECK(cudaEventCreate(&e));
+  for (int i = 0; i < repeats; ++i) {
+    flusher.flush(s);
+    SERVEKIT_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
+    launch(s);
+    SERVEKIT_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
+  }
+  SERVEKIT_CUDA_CHECK(cudaStreamSynchronize(s));
+  std::vector<double> us(static_cast<size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) {
+    float ms = 0;
+    SERVEKIT_CUDA_CHECK(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
+    us[i] = 1000.0 * ms;
+  }
+  std::sort(us.begin(), us.end());
+  Timing t;
+  const size_t n = us.size();
+  t.median_us = n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]);
+  t.min_us = us.front();
+  return t;
+}
+
+std::vector<uint16_t> download_bf16(const void* d, size_t n, cudaStream_t s) {
+  std::vector<uint16_t> h(n);
+  SERVEKIT_CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * 2, cudaMemcpyDeviceToHost, s));
+  SERVEKIT_CUDA_CHECK(cudaStreamSynchronize(s));
+  return h;
+}
+
+struct PeerResult {
+  std::string name, note;
+  double us = kNaN, rel_l2 = kNaN;
+};
+
+// Everything one (preset, quant) group shares across its rows.
+struct Group {
+  const Preset* preset;
+  MoEConfig cfg;
+  std::vector<float> bias;  // correction bias [E] (a model parameter), empty if unused
+  std::unique_ptr<peer::CublasMoE> peer;
+  std::string peer_note;                                             // why there is no peer
+  std::map<std::pair<int64_t, RoutingSkew>, PeerResult> peer_cache;  // shared across paths
+};
+
+void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const TensorView& out,
+              const BenchOptions& opt, cuda::L2Flusher& flusher, cudaStream_t s, BenchRow& row) {
+  const auto key = std::make_pair(
+      row.tokens, row.routing == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
+  PeerResult p;
+  if (auto it = g.peer_cache.find(key); it != g.peer_cache.end()) {
+    p = it->second;
+  } else if (!g.peer || !g.peer->available()) {
+    p.name = "none";
+    p.note = g.peer ? g.peer->note() : g.peer_note;
+  } else {
+    try {
+      g.peer->plan(in, s);
+      SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.data, 0xFF, out.nbytes(), s));
+      g.peer->run(in, out, s);
+      p.rel_l2 = check.rel_l2(download_bf16(out.data, out.numel(), s), out.size(1));
+      const Timing t = time_cold([&](cudaStream_t st) { g.peer->run(in, out, st); }, flusher, s,
+                                 opt.warmup, opt.repeats);
+      p.us = t.median_us;
+      p.name = g.peer->name();
+      p.note = g.peer->note();
+      if (!(p.rel_l2 <= check.gate))
+        std::fprintf(stderr, "bench: WARNING: peer %s is wrong on %s %s T=%lld: rel_l2 %.3e\n",
+                     p.name.c_str(), row.preset.c_str(), row.quant.c_str(),
+                     static_cast<long long>(row.tokens), p.rel_l2);
+    } catch (const std::exception& e) {
+      cudaGetLastError();
+      p = PeerResult{"none", std::string("peer failed: ") + e.what()};
+    }
+    g.peer_cache[key] = p;
+  }
+  row.peer = p.name;
+  row.peer_note = p.note;
+  row.peer_us = p.us;
+  row.peer_rel_l2 = p.rel_l2;
+}
+
+void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, cuda::L2Flusher& flusher,
+             cudaStream_t s, BenchRow& row, RoutingSkew skew) {
+  const MoEConfig& cfg = g.cfg;
+  const int64_t T = row.tokens, H = cfg.experts.hidden_size;
+  const int E = cfg.routing.num_experts, K = cfg.routing.top_k;
+  const Device dev = Device::cuda(opt.device);
+  const uint64_t seed = row_seed(opt.seed, row.preset, cfg.quant.method, T, skew);
+
+  const std::vector<uint16_t> hidden = make_hidden(seed, T, H);
+  const std::vector<float> logits = make_router_logits(seed + 1, T, E, skew);
+  DeviceArray d_hidden(hidden.size() * 2), d_logits(logits.size() * 4), d_out(hidden.size() * 2);
+  DeviceArray d_bias(g.bias.size() * 4);
+  SERVEKIT_CUDA_CHECK(
+      cudaMemcpy(d_hidden.get(), hidden.data(), hidden.size() * 2, cudaMemcpyHostToDevice));
+  SERVEKIT_CUDA_CHECK(
+      cudaMemcpy(d_logits.get(), logits.data(), logits.size() * 4, cudaMemcpyHostToDevice));
+  if (!g.bias.empty())
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(d_bias.get(), g.bias.data(), g.bias.size() * 4, cudaMemcpyHostToDevice));
+  MoEInputs in;
+  in.hidden = TensorView::contiguous(d_hidden.get(), DType::kBF16, {T, H}, dev);
+  in.router_logits = TensorView::contiguous(d_logits.get(), DType::kF32, {T, E}, dev);
+  if (!g.bias.empty())
+    in.correction_bias = TensorView::contiguous(d_bias.get(), DType::kF32, {E}, dev);
+  const TensorView out = TensorView::contiguous(d_out.get(), DType::kBF16, {T, H}, dev);
+
+  // Floors from the experts this batch really touches (host routing, same ids as the device's).
+  std::vector<int32_t> ids(static_cast<size_t>(T * K));
+  std::vector<float> weights(ids.size());
+  route_cpu(cfg.routing, logits.data(), g.bias.empty() ? nullptr : g.bias.data(), T, ids.data(),
+            weights.data());
+  row.touched_experts = count_touched_experts(ids.data(), T, K, cfg.experts.local_expert_offset,
+                                              cfg.experts.local_num_experts);
+  row.floor = moe_floor(cfg, T, row.touched_experts, g.preset->has_bias, Ceilings{});
+  row.flop = executed_flop(cfg, T);
+
+  Graph graph;
+  try {
+    SERVEKIT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    try {
+      layer.forward(in, out, s);
+    } catch (...) {
+      cudaStreamEndCapture(s, &graph.graph);
+      throw;
+    }
+    SERVEKIT_CUDA_CHECK(cudaStreamEndCapture(s, &graph.graph));
+    SERVEKIT_CUDA_CHECK(cudaGraphInstantiate(&graph.exec, graph.graph, 0));
+    row.timing = "graph";
+  } catch (const std::exception& e) {
+    cudaGetLastError();
+    row.timing = std::string("stream (graph capture failed: ") + e.what() + ")";
+  }
+  auto launch = [&](cudaStream_t st) {
+    if (graph.exec) {
+      SERVEKIT_CUDA_CHECK(cudaGraphLaunch(graph.exec, st));
+    } else {
+      layer.forward(in, out, st);
+    }
+  };
+
+  // The checked run: poisoned output (0xFFFF is a bf16 NaN), one replay, reference.
+  SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.data, 0xFF, out.nbytes(), s));
+  launch(s);
+  const std::vector<uint16_t> first = download_bf16(out.data, out.numel(), s);
+  const RefCheck check = reference_check(layer, hidden, logits, g.bias, T, opt.check_tokens,
+                                         opt.fp8_tensor_full_check, opt.threads);
+  row.rel_l2 = check.rel_l2(first, H);
+  row.tolerance = check.tolerance;
+  row.check = check.how;
+
+  const Timing t = time_cold(launch, flusher, s, opt.warmup, opt.repeats);
+  row.us = t.median_us;
+  row.us_min = t.min_us;
+  row.repeats = opt.repeats;
+  // Every replay must produce the checked bits: the last one is compared in full.
+  row.deterministic = download_bf16(out.data, out.numel(), s) == first;
+
+  if (!(row.rel_l2 <= check.gate)) {
+    row.status = "fail";
+    row.error = "rel_l2 " + fmt("%.3e", row.rel_l2) + " exceeds " + fmt("%.3e", check.gate);
+  } else if (!row.deterministic) {
+    row.status = "fail";
+    row.error = "the last timed replay differs from the checked one (non-deterministic)";
+  }
+  if (opt.peer) run_peer(g, check, in, out, opt, flusher, s, row);
+}
+
+QuantConfig quant_for(const Preset& p, const std::string& name) {
+  QuantConfig q;
+  q.method = name == "default" ? p.default_quant : parse_quant(name);
+  return q;
+}
+
+}  // namespace
+
+std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
+  const auto t0 = Clock::now();
+  const int threads = opt.threads > 0
+                          ? opt.threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  SERVEKIT_CHECK(cuda_device_count() > opt.device, "bench: CUDA device ", opt.device,
+                 " is not available (", cuda_device_count(), " device(s) visible)");
+  for (const auto& p : opt.presets) find_preset(p);  // fail on a bad name before any work
+  for (const auto& q : opt.quants)
+    if (q != "default") parse_quant(q);
+  SERVEKIT_CUDA_CHECK(cudaSetDevice(opt.device));
+  cudaDeviceProp prop{};
+  SERVEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, opt.device));
+  info.device = prop.name;
+  cuda::L2Flusher flusher(opt.device);
+  info.l2_flush_bytes = flusher.bytes();
+  Stream stream;
+  const int64_t max_tokens = *std::max_element(opt.tokens.begin(), opt.tokens.end());
+  auto over_budget = [&] { return opt.max_seconds > 0 && seconds_since(t0) > opt.max_seconds; };
+
+  std::vector<BenchRow> rows;
+  std::printf("%s\n", table_header().c_str());
+  std::fflush(stdout);
+  for (const std::string& preset_name : opt.presets) {
+    const Preset& preset = find_preset(preset_name);
+    for (const std::string& quant_arg : opt.quants) {
+      const QuantConfig quant = quant_for(preset, quant_arg);
+      Group g;
+      g.preset = &preset;
+      // A format the preset's shapes cannot take (e.g. H = 2880 with 128-blocks) is reported
+      // as "unsupported"; a setup that throws otherwise makes every row of the group "error".
+      std::string group_error, group_status = "error";
+      for (MoEPath path : opt.paths) {
+        std::vector<std::pair<BenchRow, RoutingSkew>> todo;
+        for (RoutingSkew skew : opt.routings)
+          for (int64_t T : opt.tokens) {
+            BenchRow r;
+            r.preset = preset.name;
+            r.quant = std::string(quant_name(quant.method));
+            r.routing = skew_name(skew);
+            r.path = path_name(path);
+            r.tokens = T;
+            todo.emplace_back(std::move(r), skew);
+          }
+        std::unique_ptr<MoELayer> layer;
+        if (group_error.empty() && !over_budget()) {
+          try {
+            const auto tl = Clock::now();
+            ExecutionConfig exec;
+            exec.max_num_tokens = max_tokens;
+            exec.device = Device::cuda(opt.device);
+            exec.path = path;
+            exec.keep_host_weights = true;
+            try {
+              g.cfg = validate_moe_config(preset_config(preset, quant, exec));
+            } catch (const Error&) {
+              group_status = "unsupported";
+              throw;
+            }
+            if (routing_uses_bias(g.cfg.routing.method))
+              g.bias = make_correction_bias(opt.seed, g.cfg.routing.num_experts);
+            layer = std::make_unique<MoELayer>(g.cfg);
+            load_all_experts(*layer, preset.has_bias, opt.seed, threads);
+            std::fprintf(stderr, "bench: %s %s path %s: %d experts loaded in %.1f s\n",
+                         preset.name.c_str(), std::string(quant_name(quant.method)).c_str(),
+                         path_name(path),
+                         g.cfg.experts.local_num_experts + g.cfg.experts.num_shared_experts,
+                         seconds_since(tl));
+            if (opt.peer && !g.peer && g.peer_note.empty()) {
+              const auto tp = Clock::now();
+              try {
+                g.peer = std::make_unique<peer::CublasMoE>(*layer, threads);
+              } catch (const std::exception& e) {
+                cudaGetLastError();
+                g.peer_note = std::string("peer construction failed: ") + e.what();
+              }
+              std::fprintf(stderr, "bench: peer %s ready in %.1f s%s%s\n",
+                           g.peer ? g.peer->name().c_str() : "none", seconds_since(tp),
+                           g.peer_note.empty() ? "" : ": ", g.peer_note.c_str());
+            }
+          } catch (const std::exception& e) {
+            cudaGetLastError();
+            group_error = group_status == "unsupported"
+                              ? std::string(e.what())
+                              : std::string("layer setup failed: ") + e.what();
+            layer.reset();
+          }
+        }
+        for (auto& [row, skew] : todo) {
+          if (!group_error.empty()) {
+            row.status = group_status;
+            row.error = group_error;
+          } else if (!layer || over_budget()) {
+            row.status = "skipped";
+            row.error = "time budget of " + fmt("%.0f", opt.max_seconds) + " s spent";
+          } else {
+            try {
+              run_row(*layer, g, opt, flusher, stream.s, row, skew);
+            } catch (const std::exception& e) {
+              cudaGetLastError();
+              row.status = "error";
+              row.error = e.what();
+            }
+          }
+          std::printf("%s\n", table_line(row).c_str());
+          if (row.status != "ok" && row.status != "skipped" && row.status != "unsupported")
+            std::printf("  ^ %s: %s\n", row.status.c_str(), row.error.c_str());
+          std::fflush(stdout);
+          rows.push_back(std::move(row));
+        }
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace servekit::bench
+
+#else  // no CUDA backend in this build
+
+namespace servekit::bench {
+
+std::vector<BenchRow> run_moe_bench(const BenchOptions&, RunInfo&) {
+  SERVEKIT_FAIL(
+      "bench: this build has no CUDA backend (configured without nvcc); the "
+      "benchmark needs a GPU build");
+}
+
+}  // namespace servekit::bench
+
+#endif
