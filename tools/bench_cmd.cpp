@@ -1,5 +1,7 @@
 // `servekit bench moe ...`: parses the options, runs the benchmark (bench_moe.h), writes the
 // result file of BENCH.md and returns 1 if any row failed its check.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -23,8 +25,10 @@ constexpr const char* kUsage =
     "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed]\n"
     "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
     "         [--check-tokens 64] [--peer on|off] [--commit SHA] [--threads N] [--device N]\n"
-    "         [--max-seconds S] [--seed N]\n"
+    "         [--max-seconds S] [--seed N] [--then <row options>...]\n"
     "  all presets = every model preset but `tiny`; default quant = the preset's own format.\n"
+    "  --then starts another row group (--preset --quant --tokens --routing --path\n"
+    "  --check-tokens); the other options apply to the whole run.\n"
     "  The commit defaults to $SERVEKIT_COMMIT. Exit 1 if a row fails its check.\n";
 
 std::vector<std::string> split(std::string_view s) {
@@ -60,83 +64,103 @@ struct Parsed {
   std::string out, commit;
 };
 
+// The text form of one row group, before validation.
+struct SpecText {
+  std::string presets = "all", quants = "default", tokens = "1,8,32,128,512,2048,8192",
+              routings = "uniform,skewed", path = "auto";
+  int check_tokens = 64;
+};
+
+bench::RowSpec parse_spec(const SpecText& t) {
+  bench::RowSpec spec;
+  spec.check_tokens = t.check_tokens;
+  if (t.presets == "all") {
+    for (const Preset& pr : servekit::presets())
+      if (pr.name != "tiny") spec.presets.push_back(pr.name);
+  } else {
+    spec.presets = split(t.presets);
+    for (const auto& name : spec.presets) find_preset(name);
+  }
+  if (t.quants == "all") {
+    for (QuantMethod m : all_quant_methods()) spec.quants.emplace_back(quant_name(m));
+  } else {
+    spec.quants = split(t.quants);
+    for (const auto& q : spec.quants)
+      if (q != "default") parse_quant(q);
+  }
+  for (const auto& v : split(t.tokens)) spec.tokens.push_back(parse_int("--tokens", v, 1, 1 << 20));
+  for (const auto& r : split(t.routings)) {
+    SERVEKIT_CHECK(r == "uniform" || r == "skewed", "--routing=", r, " must be uniform or skewed");
+    spec.routings.push_back(r == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
+  }
+  if (t.path == "both") {
+    spec.paths = {MoEPath::kStatic, MoEPath::kDynamic};
+  } else {
+    SERVEKIT_CHECK(t.path == "auto" || t.path == "static" || t.path == "dynamic", "--path=", t.path,
+                   " must be auto, static, dynamic or both");
+    spec.paths = {t.path == "auto"     ? MoEPath::kAuto
+                  : t.path == "static" ? MoEPath::kStatic
+                                       : MoEPath::kDynamic};
+  }
+  SERVEKIT_CHECK(!spec.presets.empty() && !spec.quants.empty() && !spec.tokens.empty() &&
+                     !spec.routings.empty(),
+                 "--preset, --quant, --tokens and --routing need at least one value each");
+  return spec;
+}
+
+// argv[0] = "bench", argv[1] = "moe". Row options (--preset --quant --tokens --routing --path
+// --check-tokens) describe one row group; `--then` starts the next group. The others are global.
 Parsed parse_args(int argc, char** argv) {
   Parsed p;
   BenchOptions& o = p.opt;
-  std::string presets = "all", quants = "default", tokens = "1,8,32,128,512,2048,8192",
-              routings = "uniform,skewed", path = "auto";
   if (const char* c = std::getenv("SERVEKIT_COMMIT")) p.commit = c;
+  SpecText spec;
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--then") {
+      o.specs.push_back(parse_spec(spec));
+      spec = SpecText{};
+      continue;
+    }
     SERVEKIT_CHECK(flag.rfind("--", 0) == 0 && i + 1 < argc, "argument '", flag,
                    "' is not an option followed by a value");
     const std::string v = argv[++i];
-    if (flag == "--preset")
-      presets = v;
-    else if (flag == "--quant")
-      quants = v;
-    else if (flag == "--tokens")
-      tokens = v;
-    else if (flag == "--routing")
-      routings = v;
-    else if (flag == "--path")
-      path = v;
-    else if (flag == "--repeats")
+    if (flag == "--preset") {
+      spec.presets = v;
+    } else if (flag == "--quant") {
+      spec.quants = v;
+    } else if (flag == "--tokens") {
+      spec.tokens = v;
+    } else if (flag == "--routing") {
+      spec.routings = v;
+    } else if (flag == "--path") {
+      spec.path = v;
+    } else if (flag == "--check-tokens") {
+      spec.check_tokens = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+    } else if (flag == "--repeats") {
       o.repeats = static_cast<int>(parse_int(flag, v, 1, 100000));
-    else if (flag == "--warmup")
+    } else if (flag == "--warmup") {
       o.warmup = static_cast<int>(parse_int(flag, v, 0, 100000));
-    else if (flag == "--out")
+    } else if (flag == "--out") {
       p.out = v;
-    else if (flag == "--check-tokens")
-      o.check_tokens = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
-    else if (flag == "--commit")
+    } else if (flag == "--commit") {
       p.commit = v;
-    else if (flag == "--threads")
+    } else if (flag == "--threads") {
       o.threads = static_cast<int>(parse_int(flag, v, 0, 4096));
-    else if (flag == "--device")
+    } else if (flag == "--device") {
       o.device = static_cast<int>(parse_int(flag, v, 0, 1024));
-    else if (flag == "--max-seconds")
-      o.max_seconds = static_cast<double>(parse_int(flag, v, 0, 1 << 30));
-    else if (flag == "--seed")
+    } else if (flag == "--max-seconds") {
+      o.max_seconds = static_cast<double>(parse_int(flag, v, 0, int64_t{1} << 30));
+    } else if (flag == "--seed") {
       o.seed = static_cast<uint64_t>(parse_int(flag, v, 0, INT64_MAX));
-    else if (flag == "--peer") {
+    } else if (flag == "--peer") {
       SERVEKIT_CHECK(v == "on" || v == "off", "--peer=", v, " must be on or off");
       o.peer = v == "on";
     } else {
       SERVEKIT_FAIL("unknown option '", flag, "'");
     }
   }
-  if (presets == "all") {
-    for (const Preset& pr : servekit::presets())
-      if (pr.name != "tiny") o.presets.push_back(pr.name);
-  } else {
-    o.presets = split(presets);
-    for (const auto& name : o.presets) find_preset(name);
-  }
-  if (quants == "all") {
-    for (QuantMethod m : all_quant_methods()) o.quants.emplace_back(quant_name(m));
-  } else {
-    o.quants = split(quants);
-    for (const auto& q : o.quants)
-      if (q != "default") parse_quant(q);
-  }
-  for (const auto& t : split(tokens)) o.tokens.push_back(parse_int("--tokens", t, 1, 1 << 20));
-  for (const auto& r : split(routings)) {
-    SERVEKIT_CHECK(r == "uniform" || r == "skewed", "--routing=", r, " must be uniform or skewed");
-    o.routings.push_back(r == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
-  }
-  if (path == "both") {
-    o.paths = {MoEPath::kStatic, MoEPath::kDynamic};
-  } else {
-    SERVEKIT_CHECK(path == "auto" || path == "static" || path == "dynamic", "--path=", path,
-                   " must be auto, static, dynamic or both");
-    o.paths = {path == "auto"     ? MoEPath::kAuto
-               : path == "static" ? MoEPath::kStatic
-                                  : MoEPath::kDynamic};
-  }
-  SERVEKIT_CHECK(
-      !o.presets.empty() && !o.quants.empty() && !o.tokens.empty() && !o.routings.empty(),
-      "--preset, --quant, --tokens and --routing need at least one value each");
+  o.specs.push_back(parse_spec(spec));
   return p;
 }
 
@@ -158,6 +182,18 @@ int cmd_bench(int argc, char** argv) {
   info.commit = p.commit.empty() ? "unknown" : p.commit;
   info.date = today_utc();
   for (int i = 0; i < argc; ++i) info.command += (i ? " " : "servekit ") + std::string(argv[i]);
+  bool write_failed = false;
+  auto write = [&](const std::vector<bench::BenchRow>& rows) {
+    if (p.out.empty()) return;
+    const std::string tmp = p.out + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << bench::results_json(info, rows);
+      write_failed = write_failed || !f.good();
+    }
+    write_failed = write_failed || std::rename(tmp.c_str(), p.out.c_str()) != 0;
+  };
+  p.opt.on_row = write;
   std::vector<bench::BenchRow> rows;
   try {
     rows = bench::run_moe_bench(p.opt, info);
@@ -171,9 +207,8 @@ int cmd_bench(int argc, char** argv) {
     skipped += r.status == "skipped";
   }
   if (!p.out.empty()) {
-    std::ofstream f(p.out);
-    f << bench::results_json(info, rows);
-    if (!f) {
+    write(rows);
+    if (write_failed) {
       std::fprintf(stderr, "servekit: error: bench moe: cannot write --out %s\n", p.out.c_str());
       return 2;
     }

@@ -230,8 +230,8 @@ void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const Tensor
   row.peer_rel_l2 = p.rel_l2;
 }
 
-void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, cuda::L2Flusher& flusher,
-             cudaStream_t s, BenchRow& row, RoutingSkew skew) {
+void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_tokens,
+             cuda::L2Flusher& flusher, cudaStream_t s, BenchRow& row, RoutingSkew skew) {
   const MoEConfig& cfg = g.cfg;
   const int64_t T = row.tokens, H = cfg.experts.hidden_size;
   const int E = cfg.routing.num_experts, K = cfg.routing.top_k;
@@ -294,7 +294,7 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, cuda::L2Flusher
   SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.data, 0xFF, out.nbytes(), s));
   launch(s);
   const std::vector<uint16_t> first = download_bf16(out.data, out.numel(), s);
-  const RefCheck check = reference_check(layer, hidden, logits, g.bias, T, opt.check_tokens,
+  const RefCheck check = reference_check(layer, hidden, logits, g.bias, T, check_tokens,
                                          opt.fp8_tensor_full_check, opt.threads);
   row.rel_l2 = check.rel_l2(first, H);
   row.tolerance = check.tolerance;
@@ -323,18 +323,149 @@ QuantConfig quant_for(const Preset& p, const std::string& name) {
   return q;
 }
 
+// The state of one benchmark run: the rows so far, the device resources every row shares.
+class Runner {
+ public:
+  Runner(const BenchOptions& opt, cuda::L2Flusher& flusher, cudaStream_t stream)
+      : opt_(opt), flusher_(flusher), stream_(stream) {
+    threads_ = opt.threads > 0
+                   ? opt.threads
+                   : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+
+  // Every row of one (preset, quant) of a spec: one layer per path (sized for the spec's largest
+  // token count) and one peer for all paths.
+  void run_group(const RowSpec& spec, const Preset& preset, const QuantConfig& quant) {
+    Group g;
+    g.preset = &preset;
+    const int64_t max_tokens = *std::max_element(spec.tokens.begin(), spec.tokens.end());
+    std::string group_error, group_status = "error";
+    for (MoEPath path : spec.paths) {
+      std::unique_ptr<MoELayer> layer;
+      // Loading is the slow part (host generation + quantization of every expert): predict it
+      // from the rate seen so far and do not start a layer that cannot finish in the budget.
+      const double params = expert_params(preset);
+      if (group_error.empty() && !over_budget(seconds_per_param_ * params)) {
+        try {
+          const auto tl = Clock::now();
+          layer = build_layer(g, quant, path, max_tokens, group_status);
+          seconds_per_param_ = std::max(seconds_per_param_, seconds_since(tl) / params);
+        } catch (const std::exception& e) {
+          cudaGetLastError();
+          group_error = group_status == "unsupported"
+                            ? std::string(e.what())
+                            : std::string("layer setup failed: ") + e.what();
+        }
+      }
+      for (RoutingSkew skew : spec.routings)
+        for (int64_t T : spec.tokens) {
+          BenchRow row;
+          row.preset = preset.name;
+          row.quant = std::string(quant_name(quant.method));
+          row.routing = skew_name(skew);
+          row.path = path_name(path);
+          row.tokens = T;
+          if (!group_error.empty()) {
+            row.status = group_status;
+            row.error = group_error;
+          } else if (!layer || over_budget()) {
+            row.status = "skipped";
+            row.error = "time budget of " + fmt("%.0f", opt_.max_seconds) + " s spent";
+          } else {
+            try {
+              run_row(*layer, g, opt_, spec.check_tokens, flusher_, stream_, row, skew);
+            } catch (const std::exception& e) {
+              cudaGetLastError();
+              row.status = "error";
+              row.error = e.what();
+            }
+          }
+          report(std::move(row));
+        }
+    }
+  }
+
+  std::vector<BenchRow> take_rows() { return std::move(rows_); }
+
+ private:
+  // Whether `more` seconds of work would end past the time budget.
+  bool over_budget(double more = 0) const {
+    return opt_.max_seconds > 0 && seconds_since(t0_) + more > opt_.max_seconds;
+  }
+
+  static double expert_params(const Preset& p) {
+    const double I = static_cast<double>(p.intermediate), H = static_cast<double>(p.hidden);
+    const double R = (activation_is_gated(p.activation) ? 2.0 : 1.0) * I;
+    return (p.num_experts + p.num_shared) * (R * H + H * I);
+  }
+
+  // A format the preset's shapes cannot take (e.g. H = 2880 with 128-blocks) sets `status` to
+  // "unsupported" before throwing; any other failure throws with status left as "error".
+  std::unique_ptr<MoELayer> build_layer(Group& g, const QuantConfig& quant, MoEPath path,
+                                        int64_t max_tokens, std::string& status) {
+    const auto tl = Clock::now();
+    ExecutionConfig exec;
+    exec.max_num_tokens = max_tokens;
+    exec.device = Device::cuda(opt_.device);
+    exec.path = path;
+    exec.keep_host_weights = true;
+    try {
+      g.cfg = validate_moe_config(preset_config(*g.preset, quant, exec));
+    } catch (const Error&) {
+      status = "unsupported";
+      throw;
+    }
+    if (routing_uses_bias(g.cfg.routing.method))
+      g.bias = make_correction_bias(opt_.seed, g.cfg.routing.num_experts);
+    auto layer = std::make_unique<MoELayer>(g.cfg);
+    load_all_experts(*layer, g.preset->has_bias, opt_.seed, threads_);
+    std::fprintf(
+        stderr, "bench: %s %s path %s: %d experts loaded in %.1f s\n", g.preset->name.c_str(),
+        std::string(quant_name(quant.method)).c_str(), path_name(path),
+        g.cfg.experts.local_num_experts + g.cfg.experts.num_shared_experts, seconds_since(tl));
+    if (opt_.peer && !g.peer && g.peer_note.empty()) {
+      const auto tp = Clock::now();
+      try {
+        g.peer = std::make_unique<peer::CublasMoE>(*layer, threads_);
+      } catch (const std::exception& e) {
+        cudaGetLastError();
+        g.peer_note = std::string("peer construction failed: ") + e.what();
+      }
+      std::fprintf(stderr, "bench: peer %s ready in %.1f s%s%s\n",
+                   g.peer ? g.peer->name().c_str() : "none", seconds_since(tp),
+                   g.peer_note.empty() ? "" : ": ", g.peer_note.c_str());
+    }
+    return layer;
+  }
+
+  void report(BenchRow row) {
+    std::printf("%s\n", table_line(row).c_str());
+    if (row.status == "fail" || row.status == "error")
+      std::printf("  ^ %s: %s\n", row.status.c_str(), row.error.c_str());
+    std::fflush(stdout);
+    rows_.push_back(std::move(row));
+    if (opt_.on_row) opt_.on_row(rows_);
+  }
+
+  const BenchOptions& opt_;
+  cuda::L2Flusher& flusher_;
+  cudaStream_t stream_;
+  int threads_ = 1;
+  Clock::time_point t0_ = Clock::now();
+  double seconds_per_param_ = 0;  // slowest layer set-up seen so far
+  std::vector<BenchRow> rows_;
+};
+
 }  // namespace
 
 std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
-  const auto t0 = Clock::now();
-  const int threads = opt.threads > 0
-                          ? opt.threads
-                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   SERVEKIT_CHECK(cuda_device_count() > opt.device, "bench: CUDA device ", opt.device,
                  " is not available (", cuda_device_count(), " device(s) visible)");
-  for (const auto& p : opt.presets) find_preset(p);  // fail on a bad name before any work
-  for (const auto& q : opt.quants)
-    if (q != "default") parse_quant(q);
+  for (const RowSpec& spec : opt.specs) {  // fail on a bad name before any work
+    for (const auto& p : spec.presets) find_preset(p);
+    for (const auto& q : spec.quants)
+      if (q != "default") parse_quant(q);
+  }
   SERVEKIT_CUDA_CHECK(cudaSetDevice(opt.device));
   cudaDeviceProp prop{};
   SERVEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, opt.device));
@@ -342,103 +473,21 @@ std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
   cuda::L2Flusher flusher(opt.device);
   info.l2_flush_bytes = flusher.bytes();
   Stream stream;
-  const int64_t max_tokens = *std::max_element(opt.tokens.begin(), opt.tokens.end());
-  auto over_budget = [&] { return opt.max_seconds > 0 && seconds_since(t0) > opt.max_seconds; };
-
-  std::vector<BenchRow> rows;
+  Runner runner(opt, flusher, stream.s);
   std::printf("%s\n", table_header().c_str());
   std::fflush(stdout);
-  for (const std::string& preset_name : opt.presets) {
-    const Preset& preset = find_preset(preset_name);
-    for (const std::string& quant_arg : opt.quants) {
-      const QuantConfig quant = quant_for(preset, quant_arg);
-      Group g;
-      g.preset = &preset;
-      // A format the preset's shapes cannot take (e.g. H = 2880 with 128-blocks) is reported
-      // as "unsupported"; a setup that throws otherwise makes every row of the group "error".
-      std::string group_error, group_status = "error";
-      for (MoEPath path : opt.paths) {
-        std::vector<std::pair<BenchRow, RoutingSkew>> todo;
-        for (RoutingSkew skew : opt.routings)
-          for (int64_t T : opt.tokens) {
-            BenchRow r;
-            r.preset = preset.name;
-            r.quant = std::string(quant_name(quant.method));
-            r.routing = skew_name(skew);
-            r.path = path_name(path);
-            r.tokens = T;
-            todo.emplace_back(std::move(r), skew);
-          }
-        std::unique_ptr<MoELayer> layer;
-        if (group_error.empty() && !over_budget()) {
-          try {
-            const auto tl = Clock::now();
-            ExecutionConfig exec;
-            exec.max_num_tokens = max_tokens;
-            exec.device = Device::cuda(opt.device);
-            exec.path = path;
-            exec.keep_host_weights = true;
-            try {
-              g.cfg = validate_moe_config(preset_config(preset, quant, exec));
-            } catch (const Error&) {
-              group_status = "unsupported";
-              throw;
-            }
-            if (routing_uses_bias(g.cfg.routing.method))
-              g.bias = make_correction_bias(opt.seed, g.cfg.routing.num_experts);
-            layer = std::make_unique<MoELayer>(g.cfg);
-            load_all_experts(*layer, preset.has_bias, opt.seed, threads);
-            std::fprintf(stderr, "bench: %s %s path %s: %d experts loaded in %.1f s\n",
-                         preset.name.c_str(), std::string(quant_name(quant.method)).c_str(),
-                         path_name(path),
-                         g.cfg.experts.local_num_experts + g.cfg.experts.num_shared_experts,
-                         seconds_since(tl));
-            if (opt.peer && !g.peer && g.peer_note.empty()) {
-              const auto tp = Clock::now();
-              try {
-                g.peer = std::make_unique<peer::CublasMoE>(*layer, threads);
-              } catch (const std::exception& e) {
-                cudaGetLastError();
-                g.peer_note = std::string("peer construction failed: ") + e.what();
-              }
-              std::fprintf(stderr, "bench: peer %s ready in %.1f s%s%s\n",
-                           g.peer ? g.peer->name().c_str() : "none", seconds_since(tp),
-                           g.peer_note.empty() ? "" : ": ", g.peer_note.c_str());
-            }
-          } catch (const std::exception& e) {
-            cudaGetLastError();
-            group_error = group_status == "unsupported"
-                              ? std::string(e.what())
-                              : std::string("layer setup failed: ") + e.what();
-            layer.reset();
-          }
-        }
-        for (auto& [row, skew] : todo) {
-          if (!group_error.empty()) {
-            row.status = group_status;
-            row.error = group_error;
-          } else if (!layer || over_budget()) {
-            row.status = "skipped";
-            row.error = "time budget of " + fmt("%.0f", opt.max_seconds) + " s spent";
-          } else {
-            try {
-              run_row(*layer, g, opt, flusher, stream.s, row, skew);
-            } catch (const std::exception& e) {
-              cudaGetLastError();
-              row.status = "error";
-              row.error = e.what();
-            }
-          }
-          std::printf("%s\n", table_line(row).c_str());
-          if (row.status != "ok" && row.status != "skipped" && row.status != "unsupported")
-            std::printf("  ^ %s: %s\n", row.status.c_str(), row.error.c_str());
-          std::fflush(stdout);
-          rows.push_back(std::move(row));
-        }
+  for (const RowSpec& spec : opt.specs)
+    for (const std::string& preset_name : spec.presets) {
+      const Preset& preset = find_preset(preset_name);
+      std::vector<QuantMethod> done;  // "default" may name a format also listed explicitly
+      for (const std::string& name : spec.quants) {
+        const QuantConfig quant = quant_for(preset, name);
+        if (std::find(done.begin(), done.end(), quant.method) != done.end()) continue;
+        done.push_back(quant.method);
+        runner.run_group(spec, preset, quant);
       }
     }
-  }
-  return rows;
+  return runner.take_rows();
 }
 
 }  // namespace servekit::bench

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,24 +13,32 @@
 
 namespace servekit::bench {
 
+// One group of rows: the cross product presets x quants x paths x routings x tokens.
+struct RowSpec {
+  std::vector<std::string> presets;   // preset names (core/presets.h)
+  std::vector<std::string> quants;    // quant names, or "default" for the preset's own format
+  std::vector<int64_t> tokens;        // token counts T
+  std::vector<RoutingSkew> routings;  // uniform / skewed router logits
+  std::vector<MoEPath> paths;         // kernel family requested from the layer
+  int check_tokens = 64;              // tokens checked against the reference per row
+};
+
 struct BenchOptions {
-  std::vector<std::string> presets;     // preset names (core/presets.h)
-  std::vector<std::string> quants;      // quant names, or "default" for the preset's own format
-  std::vector<int64_t> tokens;          // token counts T
-  std::vector<RoutingSkew> routings;    // uniform / skewed router logits
-  std::vector<MoEPath> paths;           // kernel family requested from the layer
+  std::vector<RowSpec> specs;
   int repeats = 30;                     // timed replays per row (the median is reported)
   int warmup = 5;                       // untimed replays first
-  int check_tokens = 64;                // tokens checked against the reference per row
   int64_t fp8_tensor_full_check = 512;  // fp8_per_tensor: full-batch reference up to this T
   bool peer = true;                     // run the cuBLAS peer too
   int threads = 0;                      // host threads (weights, reference); 0 = all
   int device = 0;                       // CUDA device ordinal
   double max_seconds = 0;               // time budget; rows not started by then are "skipped"
   uint64_t seed = 20261130;             // weights, inputs (each row derives its own stream)
+  // Called with all rows so far after each row completes (e.g. to rewrite the result file, so
+  // that a run killed by a timeout still leaves its finished rows behind).
+  std::function<void(const std::vector<BenchRow>&)> on_row;
 };
 
-// Runs every row (preset x quant x path x routing x tokens), printing the table to stdout as
+// Runs every row of every spec, printing the table to stdout as
 // rows complete, and fills info.device / info.l2_flush_bytes. Rows that fail or throw are
 // reported with their status, never dropped. Throws servekit::Error only for a bad option (an
 // unknown preset or quant name) or when no CUDA device is usable.
