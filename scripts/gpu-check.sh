@@ -2,8 +2,9 @@
 # Everything servekit checks on a GPU, for ONE device call (device commands get at most 10 minutes;
 # every stage here is time-boxed against one deadline, BUDGET_S seconds after the start):
 #   1. GPU state (nvidia-smi) and toolchain versions
-#   2. configure + build with all cores (scripts/build.sh; CUTLASS headers must already be in
-#      .deps/cutlass: the device reaches no registry, so pass carry [".deps"])
+#   2. configure + build with all cores (scripts/build.sh; CUTLASS headers and GoogleTest must
+#      already be in .deps (scripts/device-deps.sh): the device reaches no registry, so pass
+#      carry [".deps"])
 #   3. GPU tests (ctest -L gpu) and CPU tests (ctest -L cpu)
 #   4. compute-sanitizer memcheck on a small layer forward and a tiny benchmark row (peer included)
 #   5. the MoE benchmark, rows chosen by BENCH_SET (quick | issue3 | full), time-boxed
@@ -69,8 +70,14 @@ if [[ ! -f .deps/cutlass/include/cutlass/cutlass.h ]]; then
 else
   EXTRA=()
   if [[ ! -f /usr/include/gtest/gtest.h ]]; then
-    echo "build: GoogleTest headers missing: building without tests" | tee -a "$OUT/build.log"
-    EXTRA+=(-DSERVEKIT_TESTS=OFF)
+    if [[ -f .deps/gtest/include/gtest/gtest.h ]]; then
+      # Bundled by scripts/device-deps.sh (headers + static libraries).
+      EXTRA+=(-DGTEST_ROOT="$PWD/.deps/gtest")
+    else
+      echo "build: GoogleTest missing (run scripts/device-deps.sh here first): building" \
+        "without tests" | tee -a "$OUT/build.log"
+      EXTRA+=(-DSERVEKIT_TESTS=OFF)
+    fi
   fi
   # Leave ~150 s for the tests, the sanitizer and a first benchmark rows.
   if run_stage build "$(cap $(($(left) - 150)) 420)" "$OUT/build.log" \
