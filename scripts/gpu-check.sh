@@ -66,7 +66,7 @@ BUILD_OK=0
 if [[ ! -f .deps/cutlass/include/cutlass/cutlass.h ]]; then
   echo "build: .deps/cutlass is missing: run with carry [\".deps\"] (the device has no registry)" |
     tee -a "$OUT/build.log"
-  record build missing-deps 0
+  record build no-deps 0
 else
   EXTRA=()
   if [[ ! -f /usr/include/gtest/gtest.h ]]; then
@@ -104,17 +104,20 @@ fi
 
 # ---- sanitizer ---------------------------------------------------------------------------------
 : >"$OUT/sanitizer.log"
-if ((BUILD_OK)) && command -v compute-sanitizer >/dev/null; then
+SANITIZER=$(command -v compute-sanitizer ||
+  ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
+    2>/dev/null | head -n 1)
+if ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
   run_stage memcheck "$(cap $(($(left) - 90)) 120)" "$OUT/sanitizer.log" \
-    compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$SANITIZER" --tool memcheck --error-exitcode 1 \
     "$BUILD_DIR/servekit" moe --preset tiny --tokens 33 --quant bf16 --device cuda --check
   run_stage memcheck-bench "$(cap $(($(left) - 80)) 90)" "$OUT/sanitizer.log" \
-    compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$SANITIZER" --tool memcheck --error-exitcode 1 \
     "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128 --tokens 33 \
     --routing uniform --repeats 2 --warmup 1 --check-tokens 8 --threads 4
   grep -E "ERROR SUMMARY|Invalid|error" "$OUT/sanitizer.log" | head -n 20
 elif ((BUILD_OK)); then
-  echo "compute-sanitizer not found" | tee -a "$OUT/sanitizer.log"
+  echo "compute-sanitizer not found (PATH, /usr/local/cuda*)" | tee -a "$OUT/sanitizer.log"
   record memcheck missing 0
 fi
 
@@ -181,7 +184,8 @@ PY
   echo "total $(($(date +%s) - START))s; results in $OUT"
 } | tee "$OUT/summary.txt"
 
+# A missing compute-sanitizer is reported in the summary but is no failure of the code.
 for s in "${STAGES[@]}"; do
-  [[ $s =~ ^[a-z0-9-]+\ +ok\  ]] || exit 1
+  [[ $s =~ ^[a-z0-9-]+\ +(ok|missing)\  ]] || exit 1
 done
 exit 0
