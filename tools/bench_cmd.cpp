@@ -25,7 +25,7 @@ constexpr const char* kUsage =
     "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed]\n"
     "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
     "         [--check-tokens 64] [--peer on|off] [--commit SHA] [--threads N] [--device N]\n"
-    "         [--max-seconds S] [--seed N] [--then <row options>...]\n"
+    "         [--max-seconds S] [--seed N] [--parallel-load on|off] [--then <row options>...]\n"
     "  all presets = every model preset but `tiny`; default quant = the preset's own format.\n"
     "  --then starts another row group (--preset --quant --tokens --routing --path\n"
     "  --check-tokens); the other options apply to the whole run.\n"
@@ -153,6 +153,9 @@ Parsed parse_args(int argc, char** argv) {
       o.max_seconds = static_cast<double>(parse_int(flag, v, 0, int64_t{1} << 30));
     } else if (flag == "--seed") {
       o.seed = static_cast<uint64_t>(parse_int(flag, v, 0, INT64_MAX));
+    } else if (flag == "--parallel-load") {
+      SERVEKIT_CHECK(v == "on" || v == "off", "--parallel-load=", v, " must be on or off");
+      o.parallel_load = v == "on";
     } else if (flag == "--peer") {
       SERVEKIT_CHECK(v == "on" || v == "off", "--peer=", v, " must be on or off");
       o.peer = v == "on";
@@ -167,6 +170,13 @@ Parsed parse_args(int argc, char** argv) {
 }  // namespace
 
 int cmd_bench(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h" || (i == 1 && a == "help")) {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+  }
   if (argc < 2 || std::string_view(argv[1]) != "moe") {
     std::fprintf(stderr, "servekit: error: bench needs a benchmark name (moe)\n%s", kUsage);
     return 2;

@@ -94,9 +94,13 @@ uint64_t row_seed(uint64_t base, const std::string& preset, QuantMethod q, int64
   return h;
 }
 
-// Generates every routed and shared expert on `threads` threads and loads it. MoELayer's
-// load_expert is not safe to call concurrently, so loads take a lock; generation overlaps them.
-void load_all_experts(MoELayer& layer, bool with_bias, uint64_t seed, int threads) {
+// Generates every routed and shared expert on `threads` threads and loads it. With
+// `concurrent_loads`, load_expert runs on all threads at once (4-8x faster for 257 DeepSeek
+// experts: its host quantization is the slow part); that needs load_expert to be safe for
+// distinct experts, see BenchOptions::parallel_load. Otherwise loads take a lock and only the
+// generation overlaps.
+void load_all_experts(MoELayer& layer, bool with_bias, uint64_t seed, int threads,
+                      bool concurrent_loads) {
   const MoEConfig& cfg = layer.config();
   const int L = cfg.experts.local_num_experts, S = cfg.experts.num_shared_experts;
   std::atomic<int> next{0};
@@ -109,7 +113,8 @@ void load_all_experts(MoELayer& layer, bool with_bias, uint64_t seed, int thread
             i < L ? cfg.experts.local_expert_offset + i : cfg.routing.num_experts + (i - L);
         HostExpert e = make_random_expert(cfg, seed, index, with_bias);
         const ExpertWeightsView v = e.view(cfg);
-        std::lock_guard<std::mutex> lock(load_mu);
+        std::unique_lock<std::mutex> lock(load_mu, std::defer_lock);
+        if (!concurrent_loads) lock.lock();
         if (i < L) {
           layer.load_expert(i, v);
         } else {
@@ -214,7 +219,9 @@ void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const Tensor
       p.us = t.median_us;
       p.name = g.peer->name();
       p.note = g.peer->note();
-      if (!(p.rel_l2 <= check.gate))
+      // The peer rounds its GEMM1 output to bf16 before the activation (as vLLM's fused MoE
+      // does): one rounding more than the layer, hence twice the layer's gate.
+      if (!(p.rel_l2 <= 2 * check.gate))
         std::fprintf(stderr, "bench: WARNING: peer %s is wrong on %s %s T=%lld: rel_l2 %.3e\n",
                      p.name.c_str(), row.preset.c_str(), row.quant.c_str(),
                      static_cast<long long>(row.tokens), p.rel_l2);
@@ -418,7 +425,7 @@ class Runner {
     if (routing_uses_bias(g.cfg.routing.method))
       g.bias = make_correction_bias(opt_.seed, g.cfg.routing.num_experts);
     auto layer = std::make_unique<MoELayer>(g.cfg);
-    load_all_experts(*layer, g.preset->has_bias, opt_.seed, threads_);
+    load_all_experts(*layer, g.preset->has_bias, opt_.seed, threads_, opt_.parallel_load);
     std::fprintf(
         stderr, "bench: %s %s path %s: %d experts loaded in %.1f s\n", g.preset->name.c_str(),
         std::string(quant_name(quant.method)).c_str(), path_name(path),
@@ -459,7 +466,7 @@ class Runner {
 }  // namespace
 
 std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
-  SERVEKIT_CHECK(cuda_device_count() > opt.device, "bench: CUDA device ", opt.device,
+  SERVEKIT_CHECK(cuda_device_count() > opt.device, "CUDA device ", opt.device,
                  " is not available (", cuda_device_count(), " device(s) visible)");
   for (const RowSpec& spec : opt.specs) {  // fail on a bad name before any work
     for (const auto& p : spec.presets) find_preset(p);

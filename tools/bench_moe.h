@@ -29,10 +29,15 @@ struct BenchOptions {
   int warmup = 5;                       // untimed replays first
   int64_t fp8_tensor_full_check = 512;  // fp8_per_tensor: full-batch reference up to this T
   bool peer = true;                     // run the cuBLAS peer too
-  int threads = 0;                      // host threads (weights, reference); 0 = all
-  int device = 0;                       // CUDA device ordinal
-  double max_seconds = 0;               // time budget; rows not started by then are "skipped"
-  uint64_t seed = 20261130;             // weights, inputs (each row derives its own stream)
+  // Call MoELayer::load_expert from all host threads at once. Relies on load_expert being safe
+  // for distinct experts: the CUDA backend writes disjoint slots; MoELayer's own `loaded` flags
+  // (a vector<bool>) are the one shared write, and the benchmark never reads them (every row is
+  // checked against the reference, which reads the prepared copies, distinct per expert).
+  bool parallel_load = true;
+  int threads = 0;           // host threads (weights, reference); 0 = all
+  int device = 0;            // CUDA device ordinal
+  double max_seconds = 0;    // time budget; rows not started by then are "skipped"
+  uint64_t seed = 20261130;  // weights, inputs (each row derives its own stream)
   // Called with all rows so far after each row completes (e.g. to rewrite the result file, so
   // that a run killed by a timeout still leaves its finished rows behind).
   std::function<void(const std::vector<BenchRow>&)> on_row;
