@@ -237,7 +237,7 @@ void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const Tensor
   row.peer_rel_l2 = p.rel_l2;
 }
 
-void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_tokens,
+void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_tokens, int threads,
              cuda::L2Flusher& flusher, cudaStream_t s, BenchRow& row, RoutingSkew skew) {
   const MoEConfig& cfg = g.cfg;
   const int64_t T = row.tokens, H = cfg.experts.hidden_size;
@@ -302,7 +302,7 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
   launch(s);
   const std::vector<uint16_t> first = download_bf16(out.data, out.numel(), s);
   const RefCheck check = reference_check(layer, hidden, logits, g.bias, T, check_tokens,
-                                         opt.fp8_tensor_full_check, opt.threads);
+                                         opt.fp8_tensor_full_check, threads);
   row.rel_l2 = check.rel_l2(first, H);
   row.tolerance = check.tolerance;
   row.check = check.how;
@@ -380,7 +380,7 @@ class Runner {
             row.error = "time budget of " + fmt("%.0f", opt_.max_seconds) + " s spent";
           } else {
             try {
-              run_row(*layer, g, opt_, spec.check_tokens, flusher_, stream_, row, skew);
+              run_row(*layer, g, opt_, spec.check_tokens, threads_, flusher_, stream_, row, skew);
             } catch (const std::exception& e) {
               cudaGetLastError();
               row.status = "error";
