@@ -132,7 +132,8 @@ case $BENCH_SET in
     BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
       --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 1,32,8192 --routing uniform
       --check-tokens 32
-      --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed) ;;
+      --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
+      --check-tokens 32) ;;
   full)
     BENCH_ARGS=(--preset all --quant default,bf16,fp8_block128
       --tokens 1,8,32,128,512,2048,8192 --routing uniform,skewed --check-tokens 32) ;;

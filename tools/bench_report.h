@@ -33,7 +33,7 @@ struct BenchRow {
   std::string check;  // how rel_l2 was measured
   bool deterministic = true;
   std::string peer = "none", peer_note;
-  double peer_us = kNaN, peer_rel_l2 = kNaN;
+  double peer_us = kNaN, peer_rel_l2 = kNaN, peer_tolerance = kNaN;
 
   double ratio() const { return us / floor.floor_us; }
   double tflops() const { return flop / (us * 1e-6) / 1e12; }
@@ -64,6 +64,7 @@ inline void write_row(JsonWriter& w, const BenchRow& r) {
   w.key("speedup_vs_peer").value(r.speedup_vs_peer());
   w.key("peer_ratio").value(r.peer_us / r.floor.floor_us);
   w.key("peer_rel_l2").value(r.peer_rel_l2);
+  w.key("peer_tolerance").value(r.peer_tolerance);
   w.key("status").value(r.status);
   if (!r.error.empty()) w.key("error").value(r.error);
   if (!r.peer_note.empty()) w.key("peer_note").value(r.peer_note);

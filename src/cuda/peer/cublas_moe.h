@@ -24,6 +24,26 @@
 
 namespace servekit::peer {
 
+// Relative-L2 bound of the peer's output against moe_reference. The peer rounds its GEMM1
+// output to bf16 before the activation (as vLLM's fused MoE does), one rounding (2^-9 relative)
+// more than the layer:
+//   bf16, *_w4a16     one more bf16 rounding of the intermediate: twice the layer's 3e-3;
+//   fp8_per_tensor,   that rounding moves ~2^-9 / 2^-4 = 3% of the fp8 intermediate codes by one
+//   fp8_block128      e4m3 step (6-12% of the element): sqrt(0.03) * 0.09 = 1.6% rms, bound 3%;
+//   mxfp4_w4a8        the peer keeps bf16 activations where the reference rounds them to e4m3
+//                     (rms 2^-4/sqrt(3) = 3.6% per operand, ~5% after both): bound 15%.
+inline double peer_tolerance(QuantMethod m) {
+  switch (m) {
+    case QuantMethod::kFP8PerTensor:
+    case QuantMethod::kFP8Block128:
+      return 0.03;
+    case QuantMethod::kMXFP4W4A8:
+      return 0.15;
+    default:
+      return 6e-3;
+  }
+}
+
 class CublasMoE {
  public:
   // layer: a MoELayer on a CUDA device, built with exec.keep_host_weights = true, with every

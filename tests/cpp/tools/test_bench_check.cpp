@@ -100,8 +100,11 @@ TEST(BenchCheck, Fp8PerTensorUsesTheWholeBatchOrSaysApprox) {
   const RefCheck approx = reference_check(layer, b.hidden, b.logits, b.bias, T, 4, 16, 4);
   EXPECT_EQ(approx.rows.size(), 4u);
   EXPECT_EQ(approx.how.rfind("approx: 4 of 20 tokens", 0), 0u);
-  EXPECT_EQ(approx.gate, 4 * approx.tolerance);
-  EXPECT_LT(approx.rel_l2(b.out, H), approx.gate);
+  EXPECT_EQ(approx.gate, kApproxGate);
+  // Scales from 4 of 20 tokens: fp8 rounding no longer cancels (~7%, see kApproxGate).
+  const double e = approx.rel_l2(b.out, H);
+  EXPECT_GT(e, full.tolerance);
+  EXPECT_LT(e, approx.gate);
 }
 
 }  // namespace

@@ -179,7 +179,8 @@ TEST(BenchReport, ResultFileHasTheShapeOfBenchMd) {
       "{\"op\":\"moe\",\"preset\":\"deepseek-v3\",\"quant\":\"fp8_block128\",\"tokens\":8,"
       "\"routing\":\"uniform\",\"path\":\"static\",\"us\":200,\"floor_us\":100,"
       "\"peer\":\"cublas_grouped\",\"peer_us\":300,\"rel_l2\":0.01,\"ratio\":2,\"tflops\":20,"
-      "\"speedup_vs_peer\":1.5,\"peer_ratio\":3,\"peer_rel_l2\":null,\"status\":\"ok\"";
+      "\"speedup_vs_peer\":1.5,\"peer_ratio\":3,\"peer_rel_l2\":null,\"peer_tolerance\":null,"
+      "\"status\":\"ok\"";
   const size_t first = j.find("\"rows\":[\n " + row);
   ASSERT_NE(first, std::string::npos) << j;
   EXPECT_NE(j.find("},\n " + row, first), std::string::npos) << "one row per line";
