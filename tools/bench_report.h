@@ -33,6 +33,7 @@ struct BenchRow {
   std::string check;  // how rel_l2 was measured
   bool deterministic = true;
   std::string peer = "none", peer_note;
+  std::string peer_timing;  // as `timing`, for the peer
   double peer_us = kNaN, peer_rel_l2 = kNaN, peer_tolerance = kNaN;
 
   double ratio() const { return us / floor.floor_us; }
@@ -71,6 +72,7 @@ inline void write_row(JsonWriter& w, const BenchRow& r) {
   w.key("us_min").value(r.us_min);
   w.key("repeats").value(r.repeats);
   w.key("timing").value(r.timing);
+  if (!r.peer_timing.empty()) w.key("peer_timing").value(r.peer_timing);
   w.key("memory_floor_us").value(r.floor.memory_us);
   w.key("compute_floor_us").value(r.floor.compute_us);
   w.key("weight_bytes").value(r.floor.weight_bytes);

@@ -76,7 +76,7 @@ void parallel_for(int n, int threads, int device, Fn fn) {
   if (error) std::rethrow_exception(error);
 }
 
-constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // cuBLAS and cuBLASLt workspaces
 constexpr int kThreads = 256;
 
 }  // namespace
@@ -96,7 +96,7 @@ struct CublasMoE::Impl {
 
   DeviceBuffer w13, w2, s13, s2, b13, b2;
   DeviceBuffer ids, topk_w, offsets, row_token, row_group, token_slot_row, scratch;
-  DeviceBuffer xa, xs, h1, act_f32, act, as, y, amax, act_scales, lt_ws;
+  DeviceBuffer xa, xs, h1, act_f32, act, as, y, amax, act_scales, lt_ws, blas_ws;
   cuda::PlanBuffers plan{};
   cublasHandle_t blas = nullptr;
   cublasLtHandle_t lt = nullptr;
@@ -273,6 +273,9 @@ CublasMoE::CublasMoE(const MoELayer& layer, int threads) : impl_(std::make_uniqu
   m.upload_weights(layer, threads);
   m.allocate_workspace();
   SERVEKIT_CUBLAS_CHECK(cublasCreate(&m.blas));
+  // A workspace of our own: cuBLAS then allocates nothing while a CUDA graph captures run().
+  m.blas_ws.alloc(kLtWorkspaceBytes);
+  SERVEKIT_CUBLAS_CHECK(cublasSetWorkspace(m.blas, m.blas_ws.get(), kLtWorkspaceBytes));
   SERVEKIT_CUBLAS_CHECK(cublasLtCreate(&m.lt));
   m.gemm1 =
       std::make_unique<GroupedGemm>(m.blas, m.lt, m.kind, m.G, m.lt_ws.get(), kLtWorkspaceBytes);
