@@ -42,26 +42,49 @@ __device__ __forceinline__ uint32_t warp_max_key(const uint32_t (&key)[N]) {
 
 // Selects the k best of the warp's candidates, where lane l register j holds candidate
 // index l + 32 j. Calls on_pick(slot, index) on every lane for slot = 0..k-1 in selection order.
-// Selected keys are cleared to kNoCandidate. Needs at least k candidates (keys != 0).
+// Needs at least k candidates (keys != kNoCandidate).
+//
+// Each lane caches its two best remaining candidates, so a round costs two reductions and a
+// shift instead of a rescan of all N registers. A lane that wins twice without a rescan has an
+// unknown best; it rescans for the candidates ranked after the round's winner (every candidate
+// ranked before it has been taken, since winners come in rank order).
 template <int N, typename OnPick>
-__device__ __forceinline__ void warp_top_k(uint32_t (&key)[N], int k, OnPick&& on_pick) {
+__device__ __forceinline__ void warp_top_k(const uint32_t (&key)[N], int k, OnPick&& on_pick) {
   const uint32_t lane = threadIdx.x % 32;
-  for (int slot = 0; slot < k; ++slot) {
-    // The lane's best: strictly greater wins, so the lower j (lower index) keeps a tie.
-    uint32_t best = kNoCandidate, best_j = 0;
+  uint32_t key1, index1, key2, index2;  // the lane's best and second best remaining
+  bool first_known, second_known;
+  // Ranked after (after_key, after_index): a smaller key, or the same key at a higher index.
+  auto rescan = [&](uint32_t after_key, uint32_t after_index) {
+    key1 = key2 = kNoCandidate;
+    index1 = index2 = ~0u;
 #pragma unroll
     for (int j = 0; j < N; ++j) {
-      if (key[j] > best) {
-        best = key[j];
-        best_j = j;
+      const uint32_t index = lane + 32 * j;
+      const uint32_t kj = key[j];
+      if (!(kj < after_key || (kj == after_key && index > after_index))) continue;
+      // Strictly greater displaces: in ascending j, the lower index keeps a tie.
+      if (kj > key1) {
+        key2 = key1, index2 = index1;
+        key1 = kj, index1 = index;
+      } else if (kj > key2) {
+        key2 = kj, index2 = index;
       }
     }
-    const uint32_t top = __reduce_max_sync(kFullMask, best);
-    const uint32_t index = __reduce_min_sync(kFullMask, best == top ? lane + 32 * best_j : ~0u);
-#pragma unroll
-    for (int j = 0; j < N; ++j)
-      if (lane + 32 * j == index) key[j] = kNoCandidate;
-    on_pick(slot, static_cast<int>(index));
+    first_known = second_known = true;
+  };
+  rescan(~0u, ~0u);  // every key is below ~0u (order_key's largest is +inf's 0xff800000)
+  for (int slot = 0; slot < k; ++slot) {
+    const uint32_t top = __reduce_max_sync(kFullMask, key1);
+    const uint32_t winner = __reduce_min_sync(kFullMask, key1 == top ? index1 : ~0u);
+    if (index1 == winner) {  // indices are unique to their lane: only the owner shifts
+      key1 = key2, index1 = index2;
+      first_known = second_known;
+      second_known = false;
+    }
+    on_pick(slot, static_cast<int>(winner));
+    if (slot + 1 < k && __any_sync(kFullMask, !first_known)) {
+      if (!first_known) rescan(top, winner);
+    }
   }
 }
 
