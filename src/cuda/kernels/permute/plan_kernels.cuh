@@ -109,28 +109,42 @@ __global__ void __launch_bounds__(PlanShape::kScanThreads) scan_group_counts(con
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
 
   // One warp per group: lane l holds blocks 4l..4l+3, so the scan is in ascending block order.
-  for (int g = warp; g < p.local_experts; g += PlanShape::kScanThreads / 32) {
-    const int b0 = 4 * lane;
-    int4 c = make_int4(0, 0, 0, 0);
-    if (b0 < p.count_stride)
-      c = *reinterpret_cast<const int4*>(p.block_counts + g * p.count_stride + b0);
-    // Columns past num_blocks are padding that pass 1 never wrote.
-    if (b0 + 0 >= p.num_blocks) c.x = 0;
-    if (b0 + 1 >= p.num_blocks) c.y = 0;
-    if (b0 + 2 >= p.num_blocks) c.z = 0;
-    if (b0 + 3 >= p.num_blocks) c.w = 0;
-    const int sum = c.x + c.y + c.z + c.w;
-    int incl = sum;
-    for (int d = 1; d < 32; d *= 2) {
-      const int up = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl += up;
+  // A warp loads the counts of kGroupsPerPass groups before scanning any, so their L2 round
+  // trips overlap.
+  constexpr int kScanWarps = PlanShape::kScanThreads / 32, kGroupsPerPass = 4;
+  const int b0 = 4 * lane;
+  for (int g0 = warp; g0 < p.local_experts; g0 += kScanWarps * kGroupsPerPass) {
+    int4 c[kGroupsPerPass];
+#pragma unroll
+    for (int r = 0; r < kGroupsPerPass; ++r) {
+      const int g = g0 + kScanWarps * r;
+      c[r] = make_int4(0, 0, 0, 0);
+      if (g < p.local_experts && b0 < p.count_stride)
+        c[r] = *reinterpret_cast<const int4*>(p.block_counts + g * p.count_stride + b0);
     }
-    const int excl = incl - sum;
-    if (b0 < p.count_stride) {
-      const int4 out = make_int4(excl, excl + c.x, excl + c.x + c.y, excl + c.x + c.y + c.z);
-      *reinterpret_cast<int4*>(p.block_prefix + g * p.count_stride + b0) = out;
+#pragma unroll
+    for (int r = 0; r < kGroupsPerPass; ++r) {
+      const int g = g0 + kScanWarps * r;
+      if (g >= p.local_experts) break;  // warp-uniform
+      // Columns past num_blocks are padding that pass 1 never wrote.
+      if (b0 + 0 >= p.num_blocks) c[r].x = 0;
+      if (b0 + 1 >= p.num_blocks) c[r].y = 0;
+      if (b0 + 2 >= p.num_blocks) c[r].z = 0;
+      if (b0 + 3 >= p.num_blocks) c[r].w = 0;
+      const int sum = c[r].x + c[r].y + c[r].z + c[r].w;
+      int incl = sum;
+      for (int d = 1; d < 32; d *= 2) {
+        const int up = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += up;
+      }
+      const int excl = incl - sum;
+      if (b0 < p.count_stride) {
+        const int4 out =
+            make_int4(excl, excl + c[r].x, excl + c[r].x + c[r].y, excl + c[r].x + c[r].y + c[r].z);
+        *reinterpret_cast<int4*>(p.block_prefix + g * p.count_stride + b0) = out;
+      }
+      if (lane == 31) s_total[g] = incl;
     }
-    if (lane == 31) s_total[g] = incl;
   }
   __syncthreads();
 
