@@ -1,5 +1,10 @@
 // Host launcher of the permutation plan (moe_plan.h): three launches, no host synchronisation,
 // no allocation (the caller gives the scratch).
+//
+// An id is local when expert_offset <= id < expert_offset + local_experts; every other id
+// (negative, another rank's expert, or >= num_experts, which the layer's config keeps outside
+// the local range) gets row -1 and contributes nothing. Rows past group_offsets[G] are left
+// untouched.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
