@@ -1,7 +1,8 @@
 // Inline bit-level conversions behind servekit/formats.h. They live in a header so that the
-// quantizer loops (quant.cpp) inline them: weight preparation encodes billions of values per
-// run. Encoders work on the fp32 bits and round to nearest even; they assume the default FP
-// rounding mode (as the divisions of the quantizers do). Decoders are exact. Internal header.
+// quantizer loops (quant.cpp, quant_weight.cpp) inline them: weight preparation encodes billions
+// of values per run. Encoders work on the fp32 bits and round to nearest even; they assume the
+// default FP rounding mode (as the divisions of the quantizers do). Decoders are exact. Internal
+// header.
 #pragma once
 
 #include <algorithm>
