@@ -267,6 +267,7 @@ void CpuBackend::assign_rows(int64_t T) {
 // Per-row formats split over threads; fp8_per_tensor needs one amax over the whole buffer.
 void CpuBackend::fake_quantize_rows(float* x, int64_t rows, int64_t cols) {
   const QuantMethod m = cfg_.quant.method;
+  if (rows == 0) return;
   if (m == QuantMethod::kFP8PerTensor) {
     fake_quantize_activations(m, x, rows, cols);
     return;

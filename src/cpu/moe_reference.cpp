@@ -121,7 +121,7 @@ std::vector<double> moe_reference(const MoELayer& layer, const ReferenceInputs& 
 
   // One quantizer call over every intermediate row of the forward: the fp8_per_tensor scale is
   // the amax over all of them (routed and shared).
-  fake_quantize_activations(qm, inter.data(), n, I);
+  if (n > 0) fake_quantize_activations(qm, inter.data(), n, I);
 
   std::vector<double> out(static_cast<size_t>(T * H), 0.0);
   for (int e = 0; e < L + S; ++e) {
@@ -154,12 +154,14 @@ double relative_l2(const float* out, const double* ref, int64_t n) {
 
 double moe_tolerance(QuantMethod m) {
   // Both sides use the same prepared weights and the same quantizers, so weight quantization
-  // error cancels; what remains is the bf16 rounding of the layer output (half an ulp, 2^-9
-  // relative at most, ~1.3e-3 relative L2 on random data), fp32 vs fp64 accumulation (~1e-6),
-  // and rare quantization flips of intermediates that sit on a rounding boundary.
+  // error cancels. What remains is the bf16 rounding of the layer output: up to half an ulp,
+  // 2^-9 relative, measured 1.65e-3 mean and 1.9e-3 max relative L2 over the test sweep (every
+  // format alike); fp32 vs fp64 accumulation adds ~1e-6. A missing bias, a wrong scale or a
+  // swapped gate/up costs 10x more (test_moe_layer.cpp checks that it fails).
   switch (m) {
     case QuantMethod::kBF16:
-      // bf16 output rounding; the bf16 intermediate rounds identically except rare 1-ulp flips.
+      // The bf16 intermediate rounds identically on both sides except rare 1-ulp flips of a
+      // value within fp32 error of a rounding midpoint: negligible next to the output rounding.
       return 3e-3;
     case QuantMethod::kMXFP4W4A16:
     case QuantMethod::kNVFP4W4A16:
@@ -170,9 +172,9 @@ double moe_tolerance(QuantMethod m) {
     case QuantMethod::kFP8Block128:
     case QuantMethod::kMXFP4W4A8:
       // fp8 activations: an intermediate within fp32 error of an e4m3 rounding midpoint flips
-      // one code (a 6-12% change of that element) between the fp32 and the fp64 pass; rare
-      // (~1e-5 of elements) but larger per event, so a little more room than bf16.
-      return 5e-3;
+      // one code (a 6-12% change of that element) between the fp32 and the fp64 pass. Rare
+      // (~1e-5 of elements) but larger per event than a bf16 flip: a little more room.
+      return 4e-3;
   }
   SERVEKIT_FAIL("moe_tolerance: unknown quant method ", static_cast<int>(m));
 }

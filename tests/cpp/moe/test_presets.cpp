@@ -2,7 +2,11 @@
 // host: only the experts touched by the tokens are loaded.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <set>
+#include <thread>
 
 #include "core/presets.h"
 #include "moe_test_util.h"
@@ -151,6 +155,42 @@ TEST(Presets, LayerHoldsOnlyLoadedExperts) {
   test::Inputs in = test::make_inputs(cfg, 7, 5);
   for (size_t i = 0; i < in.ids.size(); ++i) in.ids[i] = i % 4 == 3 ? -1 : (i % 3 ? 9 : 13);
   EXPECT_LT(test::error_vs_reference(layer, in), moe_tolerance(c.quant.method));
+}
+
+// deepseek-v3 fp8_block128 on 8 tokens with only the touched experts loaded, checked against the
+// reference and timed. Minutes of CPU and ~3 GB: run by hand with
+//   servekit_tests --gtest_also_run_disabled_tests --gtest_filter='*DeepSeekV3EightTokensForward'
+TEST(Presets, DISABLED_DeepSeekV3EightTokensForward) {
+  const Preset& p = find_preset("deepseek-v3");
+  ExecutionConfig exec;
+  exec.max_num_tokens = 8;
+  MoELayer layer(preset_config(p, {QuantMethod::kFP8Block128, 128}, exec));
+  const MoEConfig& cfg = layer.config();
+  test::Inputs in = test::make_inputs(cfg, 8, 11);
+  std::vector<int32_t> ids(8 * p.top_k);
+  std::vector<float> weights(ids.size());
+  route_cpu(cfg.routing, in.logits.data(), in.bias.data(), 8, ids.data(), weights.data());
+  const std::set<int32_t> touched(ids.begin(), ids.end());
+  for (int32_t e : touched) {
+    HostExpert x = make_random_expert(cfg, 12, e, false);
+    layer.load_expert(e, x.view(cfg));
+  }
+  HostExpert shared = make_random_expert(cfg, 12, p.num_experts, false);
+  layer.load_shared_expert(0, shared.view(cfg));
+  test::run_poisoned(layer, in);  // warm-up: first-touch of the workspace
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::clock_t c0 = std::clock();
+  const std::vector<float> out = test::run_poisoned(layer, in);
+  const double cpu_s = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  const double wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::vector<double> ref = moe_reference(layer, in.reference());
+  const double err = relative_l2(out.data(), ref.data(), static_cast<int64_t>(out.size()));
+  std::printf(
+      "deepseek-v3 fp8_block128, 8 tokens, %zu routed experts + 1 shared: forward %.3f s "
+      "wall, %.3f s CPU (%u hardware threads); rel_l2 %.3e\n",
+      touched.size(), wall_s, cpu_s, std::thread::hardware_concurrency(), err);
+  EXPECT_LT(err, moe_tolerance(QuantMethod::kFP8Block128));
 }
 
 }  // namespace
