@@ -282,6 +282,26 @@ TEST(MoELayer, PrepareWeightsMatchesLoadExpert) {
   EXPECT_EQ(forward_bits(one_by_one, in), forward_bits(stacked, in));
 }
 
+// Canonical weights may be strided (e.g. rows padded in a larger checkpoint buffer).
+TEST(MoELayer, LoadExpertAcceptsStridedWeights) {
+  LayerCase c;
+  c.quant.method = QuantMethod::kMXFP4W4A16;
+  const MoEConfig cfg = make_config(c);
+  MoELayer plain(cfg), strided(cfg);
+  HostExpert x = make_random_expert(cfg, 95, 3, true);
+  plain.load_expert(3, x.view(cfg));
+  const int64_t R = w13_rows(cfg), H = c.hidden, pitch = H + 24;
+  std::vector<uint16_t> padded(static_cast<size_t>(R * pitch), 0xFFFF);  // NaN padding
+  for (int64_t r = 0; r < R; ++r)
+    std::copy(x.w13.begin() + r * H, x.w13.begin() + (r + 1) * H, padded.begin() + r * pitch);
+  ExpertWeightsView v = x.view(cfg);
+  v.w13.data = padded.data();
+  v.w13.strides[0] = pitch;
+  strided.load_expert(3, v);
+  EXPECT_EQ(plain.prepared_expert(3)->w13.codes, strided.prepared_expert(3)->w13.codes);
+  EXPECT_EQ(plain.prepared_expert(3)->w13.scales, strided.prepared_expert(3)->w13.scales);
+}
+
 // The tolerance is tight enough to see real bugs: a layer missing its biases, or with gate and
 // up swapped, fails against the reference of the correct layer.
 TEST(MoELayer, ToleranceCatchesMissingBiasAndSwappedGateUp) {
