@@ -8,7 +8,8 @@ const std::vector<Preset>& presets() {
   using Q = QuantMethod;
   using R = RoutingMethod;
   static const std::vector<Preset> kPresets = {
-      // name               E    K  S  H     I      routing           grp tkg scale  renorm
+      // {name, E, K, S, H, I, routing, n_group, topk_group, routed_scaling_factor,
+      //  renormalize, activation, has_bias, default_quant}
       {"deepseek-v3", 256, 8, 1, 7168, 2048, R::kDeepSeekV3, 8, 4, 2.5f, true, A::kSwiGLU, false,
        Q::kFP8Block128},
       {"kimi-k2", 384, 8, 1, 7168, 2048, R::kDeepSeekV3, 1, 1, 2.827f, true, A::kSwiGLU, false,
