@@ -207,9 +207,9 @@ int cmd_bench(int argc, char** argv) {
   std::vector<bench::BenchRow> rows;
   try {
     rows = bench::run_moe_bench(p.opt, info);
-  } catch (const Error& e) {
+  } catch (const Error& e) {  // no usable device: a run-time error (names were checked above)
     std::fprintf(stderr, "servekit: error: bench moe: %s\n", e.what());
-    return 2;
+    return 1;
   }
   int failed = 0, skipped = 0;
   for (const auto& r : rows) {
