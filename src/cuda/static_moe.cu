@@ -156,8 +156,18 @@ void validate_static_desc(const StaticMoEDesc& d) {
                  " must be in [0, ", kMaxTopK, "]");
   SERVEKIT_CHECK(d.max_tokens >= 1, "static moe: max_tokens=", d.max_tokens, " must be >= 1");
   const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
-  SERVEKIT_CHECK(rows_capacity(d) < (int64_t{1} << 31) && tasks < (int64_t{1} << 31),
-                 "static moe: max_tokens=", d.max_tokens, " gives more than 2^31 rows");
+  // The kernels index steps (tasks x column groups x k-blocks) and matrix bytes in 32 bits.
+  const int64_t groups = std::max(unit_groups(w13_rows(d)), unit_groups(d.hidden));
+  const int64_t kblocks = std::max(d.hidden, d.intermediate) / 64;
+  const StaticFormat f = static_format(d.quant);
+  const int64_t matrix_bytes =
+      std::max(sm::static_geometry(f, w13_rows(d), d.hidden, false).code_bytes * 2,
+               sm::static_geometry(f, d.hidden, d.intermediate, false).code_bytes * 2);
+  SERVEKIT_CHECK(
+      rows_capacity(d) < (int64_t{1} << 31) && tasks * groups * kblocks < (int64_t{1} << 31),
+      "static moe: max_tokens=", d.max_tokens, " gives more than 2^31 rows or steps");
+  SERVEKIT_CHECK(matrix_bytes < (int64_t{1} << 31), "static moe: hidden_size=", d.hidden,
+                 ", intermediate_size=", d.intermediate, " give weight matrices over 1 GiB");
 }
 
 size_t static_workspace_bytes(const StaticMoEDesc& d) {

@@ -23,13 +23,13 @@ namespace servekit::cuda::static_moe {
 
 // A warp's tile of one unit.
 struct StaticTileRef {
-  const uint8_t* codes = nullptr;   // lane's first 16 bytes of the tile
-  const uint8_t* scales = nullptr;  // the tile's scales
-  bool live = false;                // the tile exists and its expert is loaded
+  const uint8_t* codes = nullptr;  // lane's first 16 bytes of the tile
+  int32_t scales = 0;              // the tile's scales at codes + scales (matrices < 2 GiB)
+  bool live = false;               // the tile exists and its expert is loaded
 };
 
 template <bool kDown>
-__device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams& p, int64_t unit,
+__device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams& p, int unit,
                                                          int warp, int lane) {
   const StaticTask task = p.tasks[unit / p.ngroups];
   const int tile = static_cast<int>(unit % p.ngroups) * kStaticWarps + warp;
@@ -39,7 +39,8 @@ __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams&
   r.live = base != nullptr && tile < p.tiles;
   if (r.live) {
     r.codes = base + tile * p.tile_code_bytes + lane * 16;
-    r.scales = base + p.code_bytes + tile * p.tile_scale_bytes;
+    r.scales = static_cast<int32_t>(p.code_bytes + tile * (p.tile_scale_bytes - p.tile_code_bytes) -
+                                    lane * 16);
   }
   return r;
 }
@@ -50,23 +51,22 @@ __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoad
                                              const StaticTileRef& ref, int kb, int g, int t) {
   using L = StaticLoader<F>;
 #pragma unroll
-  for (int q = 0; q < L::kLoads; ++q)
-    raw[q] = ldg_stream(ref.codes + (static_cast<int64_t>(kb) * L::kLoads + q) * 512);
-  sc = L::load_scale(ref.scales, kb, g, t);
+  for (int q = 0; q < L::kLoads; ++q) raw[q] = ldg_stream(ref.codes + (kb * L::kLoads + q) * 512);
+  sc = L::load_scale(ref.codes + ref.scales, kb, g, t);
 }
 
 // acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles.
-// bl: the lane's B row (row g, byte 16t) of the window's k-block; tile_stride: 8 rows;
+// bk: the window's k-block (byte 16t of lane t); row_off: the lane's row g; tile_stride: 8 rows;
+// last_off: the task's last row. Rows past the task read the last row again instead of testing:
+// a B column only feeds the output column of its token, which is never stored.
 // xs: fp8_block128's activation scales of the k-block's chunk, from token 2t on.
 template <StaticFormat F>
 __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoader<F>::kLoads],
                                                   const typename StaticLoader<F>::Scale& sc,
-                                                  const uint8_t* bl, int tile_stride,
-                                                  const float* xs, int nts, int rows,
+                                                  const uint8_t* bk, int row_off, int tile_stride,
+                                                  int last_off, const float* xs, int nts,
                                                   float (&acc)[4][4]) {
   using L = StaticLoader<F>;
-  const int g = (threadIdx.x & 31) >> 2;
-  const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
   uint32_t a[4][4];
   L::frags(raw, sc, a);
   float rs[2][2];  // promotion scales [row g / g+8][half]
@@ -77,9 +77,8 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
 #pragma unroll
   for (int nt = 0; nt < 4; ++nt) {
     if (nt >= nts) break;
-    const bool live = nt * 8 + g < rows;  // columns of absent tokens stay unread
-    const uint4 b0 = live ? lds128(bl + nt * tile_stride) : zero;
-    const uint4 b1 = live ? lds128(bl + nt * tile_stride + 64) : zero;
+    const uint8_t* b = bk + min(row_off + nt * tile_stride, last_off);
+    const uint4 b0 = lds128(b), b1 = lds128(b + 64);
     if constexpr (L::kPromote == 0) {
       mma16<L::kF16>(acc[nt], a[0], b0.x, b0.y);
       mma16<L::kF16>(acc[nt], a[1], b0.z, b0.w);
@@ -142,12 +141,12 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
   const int ntasks = *p.num_tasks;
   const int kblocks = p.kblocks;
-  const int64_t units = static_cast<int64_t>(ntasks) * p.ngroups;
-  const int64_t total = units * kblocks;
-  const int64_t s_begin = total ? static_cta_begin(cta, total, grid) : 0;
-  const int64_t s_end = total ? static_cta_begin(cta + 1, total, grid) : 0;
-  const int64_t u_first = s_begin / kblocks;
-  const int64_t u_last = s_end > s_begin ? (s_end - 1) / kblocks : u_first - 1;
+  // Steps and units fit 32 bits (validate_static_desc bounds them).
+  const int total = ntasks * p.ngroups * kblocks;
+  const int s_begin = total ? static_cast<int>(static_cta_begin(cta, total, grid)) : 0;
+  const int s_end = total ? static_cast<int>(static_cta_begin(cta + 1, total, grid)) : 0;
+  const int u_first = s_begin / kblocks;
+  const int u_last = s_end > s_begin ? (s_end - 1) / kblocks : u_first - 1;
   const int first_kb0 = static_cast<int>(s_begin - u_first * kblocks);
   const int last_kb1 = static_cast<int>(s_end - u_last * kblocks);
 
@@ -175,7 +174,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   }
 
   uint32_t amax = 0;
-  for (int64_t u = u_first; u <= u_last; ++u) {
+  for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
     const StaticTask task = p.tasks[u / p.ngroups];
     const int tile = static_cast<int>(u % p.ngroups) * kStaticWarps + warp;
@@ -183,7 +182,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     const bool live = ref.live;
     const int win = static_window_kblocks(task.rows, kblocks);
     const int row_stride = static_row_stride(win);
-    const uint8_t* bl = sB + g * row_stride + 16 * t;
+    const uint8_t* bk = sB + 16 * t;
+    const int row_off = g * row_stride, last_off = (task.rows - 1) * row_stride;
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
     static_stage_window<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 
     for (int kb = kb0; kb < kb1; kb += D) {
       // The batch after this one: the same unit, or the first of the next.
-      int64_t nu = u;
+      int nu = u;
       int nkb = kb + D, nkb1 = kb1;
       if (nkb >= kb1) {
         nu = u + 1;
@@ -218,8 +218,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
       for (int j = 0; j < D; ++j) {
         if (live && kb + j < kb1) {
           const int kbl = kb + j - w0;
-          static_mma_kblock<F>(ring[j], sring[j], bl + kbl * 128, 8 * row_stride,
-                               sXs + (kbl / 2) * 32 + 2 * t, nts, task.rows, acc);
+          static_mma_kblock<F>(ring[j], sring[j], bk + kbl * 128, row_off, 8 * row_stride, last_off,
+                               sXs + (kbl / 2) * 32 + 2 * t, nts, acc);
         }
         if (nref.live && nkb + j < nkb1) static_issue<F>(ring[j], sring[j], nref, nkb + j, g, t);
       }
