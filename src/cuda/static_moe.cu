@@ -132,7 +132,6 @@ sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
   p.tiles = static_cast<int>(geo.tiles);
   p.kblocks = static_cast<int>(geo.kblocks);
   p.ngroups = static_cast<int>(unit_groups(geo.rows));
-  p.tile_code_bytes = geo.code_bytes / geo.tiles;
   p.tile_scale_bytes = geo.scale_bytes / geo.tiles;
   p.code_bytes = geo.code_bytes;
   p.gated = geo.gated;

@@ -96,12 +96,12 @@ void put_u16(uint8_t* p, uint16_t v) {
 void pack_codes(const PlainReader& in, const sm::StaticMatrixGeometry& geo, uint8_t* out,
                 const std::vector<uint8_t>& zero_blocks) {
   const StaticFormat f = geo.format;
-  const int loads = sm::static_kloads(f);
   for (int64_t i = 0; i < geo.tiles; ++i)
     for (int64_t kb = 0; kb < geo.kblocks; ++kb)
       for (int lane = 0; lane < 32; ++lane) {
         const int g = lane / 4, t = lane % 4;
-        uint8_t* base = out + ((i * geo.kblocks + kb) * loads) * 512 + lane * 16;
+        uint8_t* base =
+            out + sm::static_code_block_offset(f, geo.tiles, geo.kblocks, i, kb) + lane * 16;
         // Byte o of the lane's k-block bytes lives in kload o / 16.
         auto at = [&](int o) { return base + (o / 16) * 512 + o % 16; };
         if (!sm::static_is_4bit(f)) {

@@ -23,12 +23,13 @@ namespace servekit::cuda::static_moe {
 
 // A warp's tile of one unit.
 struct StaticTileRef {
-  const uint8_t* codes = nullptr;  // lane's first 16 bytes of the tile
+  const uint8_t* codes = nullptr;  // lane's first 16 bytes of the tile's k-block 0
+  int32_t kb_stride = 0;           // bytes from one k-block of the tile to the next
   int32_t scales = 0;              // the tile's scales at codes + scales (matrices < 2 GiB)
   bool live = false;               // the tile exists and its expert is loaded
 };
 
-template <bool kDown>
+template <StaticFormat F, bool kDown>
 __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams& p, int unit,
                                                          int warp, int lane) {
   const StaticTask task = p.tasks[unit / p.ngroups];
@@ -38,9 +39,11 @@ __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams&
   StaticTileRef r;
   r.live = base != nullptr && tile < p.tiles;
   if (r.live) {
-    r.codes = base + tile * p.tile_code_bytes + lane * 16;
-    r.scales = static_cast<int32_t>(p.code_bytes + tile * (p.tile_scale_bytes - p.tile_code_bytes) -
-                                    lane * 16);
+    constexpr int kBlk = static_kblock_code_bytes(F);
+    const int64_t first = static_code_block_offset(F, p.tiles, p.kblocks, tile, 0);
+    r.codes = base + first + lane * 16;
+    r.kb_stride = static_cast<int32_t>(static_group_tiles(p.tiles, tile / kStaticWarps) * kBlk);
+    r.scales = static_cast<int32_t>(p.code_bytes + tile * p.tile_scale_bytes - first - lane * 16);
   }
   return r;
 }
@@ -51,7 +54,7 @@ __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoad
                                              const StaticTileRef& ref, int kb, int g, int t) {
   using L = StaticLoader<F>;
 #pragma unroll
-  for (int q = 0; q < L::kLoads; ++q) raw[q] = ldg_stream(ref.codes + (kb * L::kLoads + q) * 512);
+  for (int q = 0; q < L::kLoads; ++q) raw[q] = ldg_stream(ref.codes + kb * ref.kb_stride + q * 512);
   sc = L::load_scale(ref.codes + ref.scales, kb, g, t);
 }
 
@@ -154,7 +157,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   typename L::Scale sring[D];
   StaticTileRef ref;
   if (u_first <= u_last) {  // prologue: the first batch of loads, before the dependency wait
-    ref = static_tile_ref<kDown>(p, u_first, warp, lane);
+    ref = static_tile_ref<F, kDown>(p, u_first, warp, lane);
     const int kb1 = u_first == u_last ? last_kb1 : kblocks;
 #pragma unroll
     for (int j = 0; j < D; ++j)
@@ -206,7 +209,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
       }
       const StaticTileRef nref =
           nu == u ? ref
-                  : (nu <= u_last ? static_tile_ref<kDown>(p, nu, warp, lane) : StaticTileRef{});
+                  : (nu <= u_last ? static_tile_ref<F, kDown>(p, nu, warp, lane) : StaticTileRef{});
       if (kb + D > w1 && w1 < kb1) {  // the batch leaves the staged window: slide it
         __syncthreads();
         w0 = kb & ~1;

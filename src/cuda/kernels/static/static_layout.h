@@ -4,8 +4,11 @@
 // A weight matrix W [N, K] (y = x . W^T) is cut into m16 tiles of 16 rows and k-blocks of 64
 // columns. One warp streams one tile over its k-blocks; per k-block each lane loads its share
 // with 16-byte loads, already in mma fragment order, so a load feeds the tensor cores with no
-// shuffles. The warp-wide load of one kload is 512 contiguous bytes (32 lanes x 16 B):
-//   codes  [tile][k-block][kload][lane][16 B]
+// shuffles. The warp-wide load of one kload is 512 contiguous bytes (32 lanes x 16 B), and the
+// 8 tiles of a column group (the 8 warps of a CTA) are interleaved per k-block, so one CTA step
+// reads one contiguous block of 8 x kloads x 512 bytes (fewer DRAM pages open at once):
+//   codes  [column group][k-block][tile of the group][kload][lane][16 B]
+//          (the last group may hold fewer than 8 tiles: static_code_block_offset)
 //   scales [tile][scale block][...]             per format, see static_scale_*
 // Requirements (checked by the host): K % 64 == 0, N % 16 == 0 (W13 of a gated activation:
 // I % 8 == 0), so nothing is padded.
@@ -60,6 +63,18 @@ SERVEKIT_HD constexpr int static_kloads(StaticFormat f) {
 // Code bytes of one tile's k-block.
 SERVEKIT_HD constexpr int64_t static_kblock_code_bytes(StaticFormat f) {
   return static_cast<int64_t>(static_kloads(f)) * 512;
+}
+// Tiles in column group grp of a matrix of `tiles` tiles.
+SERVEKIT_HD constexpr int64_t static_group_tiles(int64_t tiles, int64_t grp) {
+  return tiles - grp * kStaticWarps < kStaticWarps ? tiles - grp * kStaticWarps : kStaticWarps;
+}
+// Byte offset of tile i's k-block kb (static_kblock_code_bytes long); consecutive k-blocks of a
+// tile are static_group_tiles(tiles, i / 8) * static_kblock_code_bytes(f) apart.
+SERVEKIT_HD constexpr int64_t static_code_block_offset(StaticFormat f, int64_t tiles,
+                                                       int64_t kblocks, int64_t i, int64_t kb) {
+  const int64_t grp = i / kStaticWarps, blk = static_kblock_code_bytes(f);
+  return grp * kStaticWarps * kblocks * blk +
+         (kb * static_group_tiles(tiles, grp) + i % kStaticWarps) * blk;
 }
 
 // Scales. Each lane loads the scales of its two rows (g, g + 8) for the k-block:

@@ -2,9 +2,10 @@
 // so one kernel template (static_gemm.cuh) serves every format.
 //
 //   kLoads         16-byte code loads per lane per k-block (64 columns)
-//   kDepth         k-blocks in flight per warp: about 8 loads (128 B) per lane, which with 16
-//                  warps per SM keeps ~64 KB per SM in flight, about twice what Little's law
-//                  asks at 4.58 TB/s and ~1 us of loaded latency
+//   kDepth         k-blocks in flight per warp: 6-8 16-byte loads per lane, which with 16 warps
+//                  per SM keeps 48-64 KB per SM in flight, 1.4-1.8x what Little's law asks at
+//                  4.58 TB/s and ~1 us of loaded latency (35 KB per SM); as deep as 128
+//                  registers allow without spilling (int4 needs more for its group scales)
 //   kF16           the mma's 16-bit type: f16 (e4m3 codes, exact in f16) or bf16
 //   Scale          the per-lane scale registers of one k-block; load_scale() fetches them
 //   frags()        the 16 A registers (16-bit pairs) of the k-block, 4 per mma step
@@ -91,9 +92,9 @@ struct StaticLoader<StaticFormat::kNVFP4> : E2M1Loader<kNVFoldMul, kNVFoldAdd> {
 // after each group's mma (kPromote 2 for 32-column groups, 1 for 64 and 128).
 template <StaticFormat F>
 struct Int4Loader {
-  // 6 k-blocks in flight for 32-column groups: their 8-byte scales and second promotion would
-  // otherwise push the kernel past 128 registers.
-  static constexpr int kLoads = 1, kDepth = F == StaticFormat::kInt4G32 ? 6 : 8;
+  // 7 (6 for 32-column groups, with 8-byte scales and a second promotion) k-blocks in flight:
+  // the most that fit 128 registers next to the promotion accumulators.
+  static constexpr int kLoads = 1, kDepth = F == StaticFormat::kInt4G32 ? 6 : 7;
   static constexpr int kPromote = F == StaticFormat::kInt4G32 ? 2 : 1;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint2;  // bf16: g32 [g: h0, h1][g+8: h0, h1]; g64 / g128 [g][g+8] in .x

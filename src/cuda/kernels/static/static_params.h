@@ -42,7 +42,7 @@ struct StaticGemmParams {
   const StaticExpertPtrs* experts = nullptr;  // [G]
   int64_t n = 0, k = 0;                       // this GEMM's weight matrix [N, K]
   int tiles = 0, kblocks = 0, ngroups = 0;
-  int64_t tile_code_bytes = 0, tile_scale_bytes = 0, code_bytes = 0;
+  int64_t tile_scale_bytes = 0, code_bytes = 0;
   bool gated = false;  // GEMM1 of a gated activation
 
   // activations (the B operand): GEMM1 gathers bf16 x rows, GEMM2 reads fp32 h rows
