@@ -171,9 +171,9 @@ struct LaneFrags {
 LaneFrags emulate_lane(const StaticPackedMatrix& p, int64_t i, int64_t kb, int lane) {
   const StaticFormat f = p.geom.format;
   const int g = lane / 4, t = lane % 4;
-  const int loads = sm::static_kloads(f);
-  const uint8_t* lane_bytes =
-      p.bytes.data() + ((i * p.geom.kblocks + kb) * loads) * 512 + lane * 16;
+  const uint8_t* lane_bytes = p.bytes.data() +
+                              sm::static_code_block_offset(f, p.geom.tiles, p.geom.kblocks, i, kb) +
+                              lane * 16;
   auto byte_at = [&](int o) { return lane_bytes[(o / 16) * 512 + o % 16]; };
   const int64_t tile_scales = p.geom.scale_bytes / p.geom.tiles;
   const uint8_t* sc = p.bytes.data() + p.geom.code_bytes + i * tile_scales +
