@@ -197,6 +197,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
                  "static moe: experts, hidden and "
                  "workspace must be device pointers (got experts=",
                  a.experts, ", hidden=", a.hidden, ", workspace=", a.workspace, ")");
+  SERVEKIT_CHECK(reinterpret_cast<uintptr_t>(a.hidden) % 16 == 0,
+                 "static moe: hidden must be 16-byte aligned (got ", a.hidden, ")");
   SERVEKIT_CHECK((a.out == nullptr) != (a.y == nullptr),
                  "static moe: give exactly one of out (fused combine) and y (for launch_combine)");
   SERVEKIT_CHECK(a.plan.group_offsets && a.plan.row_token && a.plan.num_groups == d.num_groups,
