@@ -197,8 +197,10 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
                  "static moe: experts, hidden and "
                  "workspace must be device pointers (got experts=",
                  a.experts, ", hidden=", a.hidden, ", workspace=", a.workspace, ")");
-  SERVEKIT_CHECK(reinterpret_cast<uintptr_t>(a.hidden) % 16 == 0,
-                 "static moe: hidden must be 16-byte aligned (got ", a.hidden, ")");
+  auto aligned16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  SERVEKIT_CHECK(aligned16(a.hidden) && aligned16(a.out) && aligned16(a.w2_bias),
+                 "static moe: hidden, out and w2_bias must be 16-byte aligned (got hidden=",
+                 a.hidden, ", out=", a.out, ", w2_bias=", a.w2_bias, ")");
   SERVEKIT_CHECK((a.out == nullptr) != (a.y == nullptr),
                  "static moe: give exactly one of out (fused combine) and y (for launch_combine)");
   SERVEKIT_CHECK(a.plan.group_offsets && a.plan.row_token && a.plan.num_groups == d.num_groups,
