@@ -25,7 +25,9 @@ TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
     SCOPED_TRACE(static_cast<int>(op));
     const GemmTileConfig t = compiled_tile_config(op);
     EXPECT_EQ(t.tile_m % 64, 0) << "wgmma M granule is 64";
-    if (t.schedule == GemmSchedule::kCooperative) EXPECT_GE(t.tile_m, 128);
+    if (t.schedule == GemmSchedule::kCooperative) {
+      EXPECT_GE(t.tile_m, 128);
+    }
     EXPECT_EQ(t.tile_k * gemm_operand_bytes(op) % 128, 0) << "whole 128-byte swizzle rows";
     // 232 registers per math thread after setmaxnreg; more than 128 accumulators spill.
     EXPECT_LE(accumulators_per_thread(op, t), 128);
