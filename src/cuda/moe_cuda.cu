@@ -36,14 +36,18 @@ class DeviceScope {
  public:
   explicit DeviceScope(int device) {
     SERVEKIT_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device) SERVEKIT_CUDA_CHECK(cudaSetDevice(device));
+    switched_ = previous_ != device;
+    if (switched_) SERVEKIT_CUDA_CHECK(cudaSetDevice(device));
   }
-  ~DeviceScope() { cudaSetDevice(previous_); }
+  ~DeviceScope() {
+    if (switched_) cudaSetDevice(previous_);
+  }
   DeviceScope(const DeviceScope&) = delete;
   DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = 0;
+  bool switched_ = false;
 };
 
 struct CudaFree {

@@ -12,14 +12,14 @@
 
 #include "core/random_data.h"
 #include "cpu/moe_reference.h"
-#include "cuda_test_buffers.h"
+#include "cuda/device_array.h"
 #include "gpu_test_util.h"
 #include "servekit/moe.h"
 
 namespace servekit {
 namespace {
 
-using test::DeviceArray;
+using testing::DeviceArray;
 
 // Relative L2 tolerance of the CUDA layer against the fp64 reference, beyond what the reference
 // models. bf16 and *_w4a16: the GEMM1 output, the GEMM2 output and the layer output are each
@@ -155,10 +155,14 @@ class DeviceInputs {
   }
   const MoEInputs& inputs() const { return view_; }
   TensorView out() const { return out_view_; }
-  const DeviceArray& out_buffer() const { return out_; }
+  DeviceArray<uint16_t>& out_buffer() { return out_; }
 
  private:
-  DeviceArray hidden_, logits_, bias_, ids_, weights_, out_;
+  DeviceArray<uint16_t> hidden_;
+  DeviceArray<float> logits_, bias_;
+  DeviceArray<int32_t> ids_;
+  DeviceArray<float> weights_;
+  DeviceArray<uint16_t> out_;
   MoEInputs view_;
   TensorView out_view_;
 };
@@ -227,11 +231,11 @@ void check_output(const MoELayer& layer, const Case& c, const Inputs& in,
   }
 }
 
-std::vector<float> forward(MoELayer& layer, const DeviceInputs& dev, cudaStream_t stream) {
+std::vector<float> forward(MoELayer& layer, DeviceInputs& dev, cudaStream_t stream) {
   dev.out_buffer().poison();
   layer.forward(dev.inputs(), dev.out(), stream);
   EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-  return to_float(dev.out_buffer().to_host<uint16_t>());
+  return to_float(dev.out_buffer().download());
 }
 
 void run_case(const Case& c) {
@@ -441,7 +445,7 @@ TEST(MoECuda, GraphReplayNoAllocationDeterminism) {
       dev.out_buffer().poison();
       ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-      const std::vector<float> replayed = to_float(dev.out_buffer().to_host<uint16_t>());
+      const std::vector<float> replayed = to_float(dev.out_buffer().download());
       EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(float)), 0)
           << "replay " << replay;
     }

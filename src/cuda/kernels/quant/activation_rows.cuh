@@ -66,7 +66,7 @@ __global__ void activation_rows_kernel(const uint16_t* h, const float* bias, int
       Chunk y{};
       if (valid) y = activated_chunk<A>(h, b, cols, r, c);
       if constexpr (kAmaxOnly) {
-        amax = fmaxf(amax, chunk_amax(y));
+        amax = max_nan(amax, chunk_amax(y));
       } else {
         store_row_chunk<F>(out, plan, r, cols, c, valid, y, tensor_scale);
       }

@@ -12,7 +12,7 @@ __global__ void hidden_amax_kernel(const uint16_t* hidden, int64_t n8, unsigned*
   float m = 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n8;
        i += int64_t{gridDim.x} * blockDim.x) {
-    m = fmaxf(m, chunk_amax(load_bf16_chunk(hidden + i * kChunk)));
+    m = max_nan(m, chunk_amax(load_bf16_chunk(hidden + i * kChunk)));
   }
   warp_atomic_amax(amax_bits, m);
 }

@@ -52,9 +52,17 @@ __device__ __forceinline__ void add_chunk(Chunk& c, const float* bias) {
   c.v[4] += b.x, c.v[5] += b.y, c.v[6] += b.z, c.v[7] += b.w;
 }
 
-// quant.h: scale = amax / 448, or 1 when the amax is 0 (an all-zero tensor or block).
+// quant.h: scale = amax / 448, or 1 when that is 0 (an all-zero tensor or block, or an amax
+// so small the division underflows). A NaN amax gives a NaN scale.
 __device__ __forceinline__ float fp8_scale_of(float amax) {
-  return amax > 0.0f ? amax / 448.0f : 1.0f;
+  const float s = amax / 448.0f;
+  return s == 0.0f ? 1.0f : s;
+}
+
+// max that keeps a NaN (fmaxf drops it): quant.h wants a NaN in a scale block to poison the
+// block's scale rather than vanish.
+__device__ __forceinline__ float max_nan(float a, float b) {
+  return (a > b || a != a) ? a : b;
 }
 
 // Round to nearest even, saturating to +-448, NaN stays NaN (formats.h).
@@ -69,19 +77,19 @@ __device__ __forceinline__ float from_e4m3(uint8_t code) {
 __device__ __forceinline__ float chunk_amax(const Chunk& c) {
   float m = 0.0f;
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) m = fmaxf(m, fabsf(c.v[i]));
+  for (int i = 0; i < kChunk; ++i) m = max_nan(m, fabsf(c.v[i]));
   return m;
 }
 
 // amax over the 16 lanes that share a 128-column block (lanes 0-15 or 16-31 of the warp).
 __device__ __forceinline__ float block128_amax(float m) {
 #pragma unroll
-  for (int off = 8; off >= 1; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  for (int off = 8; off >= 1; off /= 2) m = max_nan(m, __shfl_xor_sync(0xffffffffu, m, off));
   return m;
 }
 
-// Non-negative floats order like their bit patterns, so an integer atomicMax is an exact,
-// order-independent (deterministic) float max.
+// Non-negative floats order like their bit patterns (a positive NaN above +inf), so an integer
+// atomicMax is an exact, order-independent (deterministic) float max.
 __device__ __forceinline__ void atomic_amax(unsigned* bits, float m) {
   atomicMax(bits, __float_as_uint(m));
 }
@@ -89,7 +97,7 @@ __device__ __forceinline__ void atomic_amax(unsigned* bits, float m) {
 // Warp-reduced amax, one atomic per warp. All lanes must call it.
 __device__ __forceinline__ void warp_atomic_amax(unsigned* bits, float m) {
 #pragma unroll
-  for (int off = 16; off >= 1; off /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+  for (int off = 16; off >= 1; off /= 2) m = max_nan(m, __shfl_xor_sync(0xffffffffu, m, off));
   if ((threadIdx.x & 31) == 0) atomic_amax(bits, m);
 }
 
