@@ -139,8 +139,24 @@ std::vector<float> grouped_a_scales(const Operands& o, const std::vector<int>& s
   return out;
 }
 
+struct Tolerance {
+  double l2;       // relative L2 over all rows
+  double element;  // |got - ref| <= element * (|ref| + rms(ref)) for every element
+};
+
+// bf16 and fp8_block128 accumulate in fp32 (the blockwise mainloop promotes every 128 K): what
+// remains is the bf16 rounding of D, 2^-9/sqrt(3) ~ 1.1e-3 relative RMS and at most 2^-9 per
+// element, so 3e-3 and 1/256. fp8_per_tensor uses the fast single-level accumulation, and
+// Hopper's fp8 MMA keeps only ~14 bits of its accumulator (DeepSeek-V3 report, up to ~2% worst
+// case at K = 4096); biased over the ~90 k32 steps of K = 2880 that is up to ~6e-3 relative,
+// so 1e-2 and 1/64. A wrong tile, group or scale is off by O(rms) and fails either bound.
+Tolerance tolerance(GemmOperand op) {
+  return op == GemmOperand::kFP8PerTensor ? Tolerance{1e-2, 1.0 / 64} : Tolerance{3e-3, 1.0 / 256};
+}
+
 void run_case(GemmOperand op, int64_t n, int64_t k) {
   SERVEKIT_REQUIRE_GPU();
+  const Tolerance tol = tolerance(op);
   // The same five groups in two orders (318 rows), then all empty (nothing may be written).
   const std::vector<std::vector<int>> layouts = {
       {17, 0, 300, 1, 0}, {0, 1, 300, 0, 17}, {0, 0, 0, 0, 0}};
@@ -198,17 +214,13 @@ void run_case(GemmOperand op, int64_t n, int64_t k) {
     for (size_t i = 0; i < ref.size(); ++i) {
       const double got = bf16_to_float(d[i]);
       err2 += (got - ref[i]) * (got - ref[i]);
-      // Per element: the bf16 output rounding (<= 2^-9 relative) doubled, plus rms/256 for the
-      // fp32 (fp8: tensor-core fast) accumulation over K; a wrong tile is off by O(rms).
-      if (!(std::abs(got - ref[i]) <= std::abs(ref[i]) / 256.0 + rms / 256.0)) {
+      if (!(std::abs(got - ref[i]) <= tol.element * (std::abs(ref[i]) + rms))) {
         if (bad++ < 5)
           ADD_FAILURE() << "row " << i / n << " col " << i % n << ": " << got << " vs " << ref[i];
       }
     }
     EXPECT_EQ(bad, 0);
-    // Relative L2: bf16 output rounding gives 2^-9/sqrt(3) ~ 1.1e-3; the fp8 fast accumulation
-    // adds well under 1e-3 at K <= 3000.
-    EXPECT_LE(std::sqrt(err2 / ref2), 3e-3);
+    EXPECT_LE(std::sqrt(err2 / ref2), tol.l2);
   }
 }
 
