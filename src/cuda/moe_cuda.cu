@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -85,7 +86,7 @@ class CudaMoEBackend final : public MoEBackend {
                      const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
                      const DeviceBuffer& block_scales);
   static void upload_bias(const std::vector<float>& bias, int index, int64_t n,
-                          const DeviceBuffer& dst, bool& any);
+                          const DeviceBuffer& dst, std::atomic<bool>& any);
 
   MoEConfig cfg_;
   int device_ = 0;
@@ -100,7 +101,9 @@ class CudaMoEBackend final : public MoEBackend {
   DeviceBuffer w13_scale_, w2_scale_;  // fp8_per_tensor: [G]
   DeviceBuffer w13_sfb_, w2_sfb_;  // fp8_block128: [G, H/128, ceil(R/128)], [G, I/128, ceil(H/128)]
   DeviceBuffer b13_, b2_;          // [G, R], [G, H] fp32
-  bool has_b13_ = false, has_b2_ = false;
+  // Whether any expert has a bias (else forward passes no bias pointer). Atomic: load_expert runs
+  // concurrently for distinct experts (backend.h); each writes only its own weight slices.
+  std::atomic<bool> has_b13_{false}, has_b2_{false};
 
   // Workspace for max_tokens.
   DeviceBuffer ids_, weights_;  // [T, K] routing output
@@ -215,7 +218,7 @@ void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t 
 }
 
 void CudaMoEBackend::upload_bias(const std::vector<float>& bias, int index, int64_t n,
-                                 const DeviceBuffer& dst, bool& any) {
+                                 const DeviceBuffer& dst, std::atomic<bool>& any) {
   SERVEKIT_CHECK(bias.empty() || static_cast<int64_t>(bias.size()) == n, "moe cuda: expert ", index,
                  " bias has ", bias.size(), " values, expected ", n);
   float* row = dst.get<float>() + static_cast<size_t>(index) * static_cast<size_t>(n);
@@ -225,7 +228,7 @@ void CudaMoEBackend::upload_bias(const std::vector<float>& bias, int index, int6
   }
   SERVEKIT_CUDA_CHECK(
       cudaMemcpy(row, bias.data(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice));
-  any = true;
+  any.store(true);
 }
 
 void CudaMoEBackend::load_expert(int index, std::shared_ptr<const PreparedExpert> expert) {
@@ -277,8 +280,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
 
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
   cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(),
-                                   has_b13_ ? b13_.get<float>() : nullptr, inter_, plan_, capacity_,
-                                   a2, stream);
+                                   has_b13_.load() ? b13_.get<float>() : nullptr, inter_, plan_,
+                                   capacity_, a2, stream);
 
   cuda::GroupedGemmOperands g2;
   g2.group_offsets = plan_.group_offsets;
@@ -292,7 +295,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   gemm2_->run(g2, stream);
 
   cuda::launch_combine(x_.get(), plan_, weights, tokens, top_k_, num_shared_, hidden_,
-                       has_b2_ ? b2_.get<float>() : nullptr, out.data, stream);
+                       has_b2_.load() ? b2_.get<float>() : nullptr, out.data, stream);
 }
 
 }  // namespace
