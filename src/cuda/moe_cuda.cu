@@ -1,4 +1,5 @@
-// CUDA MoE backend: the dynamic (large-batch) path on Hopper. Per forward, all on the given
+// CUDA MoE backend: the dynamic (large-batch) path on Hopper, which serves every batch size
+// until the static (small-batch) path lands. Per forward, all on the given
 // stream, with no host synchronisation and no allocation (CUDA-graph capturable):
 //
 //   route (or precomputed ids) -> build_plan -> gather + quantize hidden rows into A1 [rows, H]
@@ -130,6 +131,11 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   capacity_ = cuda::plan_capacity_rows(max_tokens_, top_k_, num_shared_);
   operand_ = cuda::gemm_operand(cfg.quant.method);
   act_ = cuda::act_format(cfg.quant.method);
+  // Only the dynamic path exists so far: kAuto runs it for every batch; an explicit request
+  // for the static path fails rather than being timed under the wrong name.
+  SERVEKIT_CHECK(cfg.exec.path != MoEPath::kStatic,
+                 "moe cuda: exec.path=static is not implemented on the CUDA backend yet; use "
+                 "auto or dynamic");
   SERVEKIT_CHECK(num_groups_ > 0,
                  "moe cuda: no local or shared experts (local_num_experts=", num_local_,
                  ", num_shared_experts=", num_shared_, ")");
