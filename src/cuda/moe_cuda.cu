@@ -1,6 +1,6 @@
 // CUDA MoE backend: the dynamic (large-batch) path on Hopper, which serves every batch size
-// until the static (small-batch) path lands. Per forward, all on the given
-// stream, with no host synchronisation and no allocation (CUDA-graph capturable):
+// until the static (small-batch) path lands. Per forward, all on the given stream, with no host
+// synchronisation and no allocation (CUDA-graph capturable):
 //
 //   route (or precomputed ids) -> build_plan -> gather + quantize hidden rows into A1 [rows, H]
 //   -> grouped GEMM1 (A1 · W13ᵀ -> H1 [rows, R] bf16) -> bias + activation + quantize -> A2
