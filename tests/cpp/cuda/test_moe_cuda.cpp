@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "core/random_data.h"
@@ -72,22 +74,43 @@ MoEConfig make_config(const Case& c) {
 }
 
 // Loads the routed experts that can be routed to (all local ones, or only `only_experts`) and
-// the shared ones.
+// the shared ones, on all host threads (load_expert is safe for distinct experts; generating and
+// quantizing 257 experts is the slow part of these tests).
 void load_experts(MoELayer& layer, const Case& c) {
   const MoEConfig& cfg = layer.config();
   const int first = cfg.experts.local_expert_offset, count = cfg.experts.local_num_experts;
+  std::vector<int> todo;  // local index, or count + s for shared expert s
   for (int e = 0; e < count; ++e) {
-    const int global = first + e;
-    if (!c.only_experts.empty() &&
-        std::find(c.only_experts.begin(), c.only_experts.end(), global) == c.only_experts.end())
-      continue;
-    HostExpert he = make_random_expert(cfg, c.seed, global, c.bias);
-    layer.load_expert(e, he.view(cfg));
+    if (c.only_experts.empty() ||
+        std::find(c.only_experts.begin(), c.only_experts.end(), first + e) != c.only_experts.end())
+      todo.push_back(e);
   }
-  for (int s = 0; s < cfg.experts.num_shared_experts; ++s) {
-    HostExpert he = make_random_expert(cfg, c.seed, c.experts + s, c.bias);
-    layer.load_shared_expert(s, he.view(cfg));
-  }
+  for (int s = 0; s < cfg.experts.num_shared_experts; ++s) todo.push_back(count + s);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (size_t i = next++; i < todo.size() && !failed; i = next++) {
+      const int idx = todo[i];
+      const bool shared = idx >= count;
+      try {
+        HostExpert he =
+            make_random_expert(cfg, c.seed, shared ? c.experts + idx - count : first + idx, c.bias);
+        if (shared) {
+          layer.load_shared_expert(idx - count, he.view(cfg));
+        } else {
+          layer.load_expert(idx, he.view(cfg));
+        }
+      } catch (const std::exception& e) {
+        failed = true;
+        ADD_FAILURE() << "loading expert " << idx << ": " << e.what();
+      }
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
 }
 
 // Host inputs of one forward.
