@@ -119,6 +119,21 @@ bool wants_help(int argc, char** argv) {
   return false;
 }
 
+std::string without_location(std::string_view message) {
+  // SERVEKIT_CHECK appends " (<file>:<line>)"; the file has no spaces, the line only digits.
+  if (!message.ends_with(')')) return std::string(message);
+  const size_t open = message.rfind(" (");
+  const size_t colon = message.rfind(':');
+  if (open == std::string_view::npos || colon == std::string_view::npos || colon < open)
+    return std::string(message);
+  const std::string_view file = message.substr(open + 2, colon - open - 2);
+  const std::string_view line = message.substr(colon + 1, message.size() - colon - 2);
+  const bool is_location = !file.empty() && file.find(' ') == std::string_view::npos &&
+                           !line.empty() &&
+                           line.find_first_not_of("0123456789") == std::string_view::npos;
+  return std::string(is_location ? message.substr(0, open) : message);
+}
+
 int report_error(std::string_view message, int code) {
   std::string line(message);
   for (size_t pos = line.find('\n'); pos != std::string::npos; pos = line.find('\n', pos))

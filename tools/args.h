@@ -47,6 +47,9 @@ class Args {
 
 // Whether any word after the sub-command is --help or -h.
 bool wants_help(int argc, char** argv);
+// The message of a servekit::Error without its trailing " (file:line)", for errors that are
+// the user's (bad arguments) rather than the program's.
+std::string without_location(std::string_view message);
 // Prints `servekit: error: <message>` as one line on stderr (newlines in message become "; ")
 // and returns code.
 int report_error(std::string_view message, int code);

@@ -50,7 +50,7 @@ int cmd_info(int argc, char** argv) {
   try {
     const Args args(argc, argv, {});
   } catch (const std::exception& e) {
-    return report_error(e.what(), 2);
+    return report_error(without_location(e.what()), 2);
   }
   try {
     std::fputs(build_info().c_str(), stdout);

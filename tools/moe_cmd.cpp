@@ -352,7 +352,7 @@ int cmd_moe(int argc, char** argv) {
     run = parse_moe_run(argc, argv);
     layer = std::make_unique<MoELayer>(run.cfg);
   } catch (const std::exception& e) {
-    return report_error(e.what(), 2);
+    return report_error(without_location(e.what()), 2);
   }
   try {
     return execute(*layer, run);

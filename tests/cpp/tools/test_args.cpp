@@ -132,5 +132,22 @@ TEST(Args, ReportErrorPrintsOneLine) {
   EXPECT_EQ(err, "servekit: error: first; second\n");
 }
 
+TEST(Args, WithoutLocationDropsOnlyAFileLineSuffix) {
+  EXPECT_EQ(without_location("flag --tokens=0 is out of range (/src/tools/args.cpp:79)"),
+            "flag --tokens=0 is out of range");
+  EXPECT_EQ(without_location("bad (valid: a, b)"), "bad (valid: a, b)");
+  EXPECT_EQ(without_location("bad (valid: a:b)"), "bad (valid: a:b)");
+  EXPECT_EQ(without_location("bad (x.cpp:12a)"), "bad (x.cpp:12a)");
+  EXPECT_EQ(without_location("no suffix"), "no suffix");
+  std::string thrown;
+  try {
+    SERVEKIT_FAIL("moe: experts.hidden_size=2880 must be a multiple of 128 (the weight block)");
+  } catch (const Error& e) {
+    thrown = e.what();
+  }
+  EXPECT_EQ(without_location(thrown),
+            "moe: experts.hidden_size=2880 must be a multiple of 128 (the weight block)");
+}
+
 }  // namespace
 }  // namespace servekit::cli
