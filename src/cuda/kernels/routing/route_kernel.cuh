@@ -1,0 +1,182 @@
+// Routing kernel: one warp per token, route_cpu's order of operations exactly (see
+// src/cpu/routing.cpp for the order of record), so ids and weights are bit-identical.
+//
+// Lane l holds experts l + 32 j (j < kPerLane) in registers: loads are coalesced and the
+// index order within a lane is ascending. Per expert, the warp keeps a selection key (an
+// ordered uint32 of s', or of q' = p + b) in registers and the value its weight is made of in
+// shared memory ("payload": the softmax numerator, s' or the sigmoid p). After the top-k,
+// lane j < K holds slot j, reads its payload and computes its weight; sums over slots run in
+// slot order through shuffles, the softmax sum over experts in index order on lane 0.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "core/exact_math.h"
+#include "cuda/kernels/routing/group_select.cuh"
+#include "cuda/kernels/routing/warp_topk.cuh"
+#include "servekit/routing.h"
+
+namespace servekit::cuda::routing {
+
+struct RouteShape {
+  // Tokens (warps) per block: small blocks so that 8192 tokens spread over every SM.
+  static constexpr int kWarps = 4;
+  static constexpr int kThreads = 32 * kWarps;
+};
+
+struct RouteParams {
+  const void* logits;  // [T, E] f32 or bf16
+  const float* bias;   // [E] (kDeepSeekV3, kMiniMax)
+  int32_t* ids;        // [T, K]
+  float* weights;      // [T, K]
+  int64_t tokens;
+  int num_experts;
+  int top_k;
+  int n_group;
+  int topk_group;
+  float routed_scaling_factor;
+  bool renormalize;
+};
+
+// bf16 -> f32 is exact: the bits shifted up, as the host's bf16_to_float.
+__device__ __forceinline__ float logit_value(float x) {
+  return x;
+}
+__device__ __forceinline__ float logit_value(__nv_bfloat16 x) {
+  return __uint_as_float(static_cast<uint32_t>(__bfloat16_as_ushort(x)) << 16);
+}
+
+// s' = NaN ? -inf : s.
+__device__ __forceinline__ float nan_as_neg_inf(float x) {
+  return x != x ? -exact::infinity() : x;
+}
+
+// e^(x - m), exactly 1 when x == m (m = +-inf stays finite).
+__device__ __forceinline__ float softmax_numerator(float x, float m) {
+  return x == m ? 1.0f : exact::exp(exact::sub(x, m));
+}
+
+// w / R with R the slot-order sum of the K weights; 1/K each when R == 0.
+__device__ __forceinline__ float renormalized(float w, int k) {
+  const float r = slot_order_sum(w, k);
+  return r > 0.0f ? exact::div(w, r) : exact::div(1.0f, static_cast<float>(k));
+}
+
+// Sum of s_values[0..n) in index order, on every lane (lane 0 adds, then broadcasts).
+__device__ __forceinline__ float index_order_sum(const float* s_values, int n) {
+  float sum = 0.0f;
+  if (threadIdx.x % 32 == 0) {
+    int i = 0;
+    // 16-byte shared loads; the adds stay one at a time, in order.
+    for (; i + 4 <= n; i += 4) {
+      const float4 v = *reinterpret_cast<const float4*>(s_values + i);
+      sum = exact::add(exact::add(exact::add(exact::add(sum, v.x), v.y), v.z), v.w);
+    }
+    for (; i < n; ++i) sum = exact::add(sum, s_values[i]);
+  }
+  return __shfl_sync(kFullMask, sum, 0);
+}
+
+template <typename LogitT, int kPerLane, RoutingMethod kMethod>
+__global__ void __launch_bounds__(RouteShape::kThreads) route_tokens(const RouteParams p) {
+  static_assert(kPerLane >= 1 && kPerLane <= kMaxExpertsGpu / 32, "experts per lane");
+  static_assert(kMethod != RoutingMethod::kPrecomputed, "precomputed routing runs no kernel");
+  constexpr int kSlots = 32 * kPerLane;  // experts one warp holds
+  constexpr bool kBiased =
+      kMethod == RoutingMethod::kDeepSeekV3 || kMethod == RoutingMethod::kMiniMax;
+  constexpr int kGroupSlots = kMethod == RoutingMethod::kDeepSeekV3 ? kSlots : 1;
+  __shared__ alignas(16) float s_payload[RouteShape::kWarps][kSlots];  // (warp, expert)
+  __shared__ float s_q[RouteShape::kWarps][kGroupSlots];               // (warp, expert)
+  __shared__ uint8_t s_kept[RouteShape::kWarps][kGroupSlots];          // (warp, group)
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * RouteShape::kWarps + warp;
+  if (t >= p.tokens) return;  // the whole warp: no block-wide barrier follows
+  const int num_experts = p.num_experts, top_k = p.top_k;
+  const LogitT* logits = static_cast<const LogitT*>(p.logits) + t * num_experts;
+  float* payload = s_payload[warp];
+
+  uint32_t key[kPerLane];
+  float s[kPerLane];  // s' of expert lane + 32 j (-inf past E)
+#pragma unroll
+  for (int j = 0; j < kPerLane; ++j) {
+    const int e = lane + 32 * j;
+    s[j] = e < num_experts ? nan_as_neg_inf(logit_value(logits[e])) : -exact::infinity();
+    key[j] = e < num_experts ? order_key(s[j]) : kNoCandidate;
+  }
+
+  float softmax_total = 0.0f;
+  if constexpr (kMethod == RoutingMethod::kSoftmaxTopK) {
+    const float m = key_value(warp_max_key(key));
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (lane + 32 * j < num_experts) payload[lane + 32 * j] = softmax_numerator(s[j], m);
+    __syncwarp();
+    softmax_total = index_order_sum(payload, num_experts);
+  } else if constexpr (kBiased) {
+    // p = sigmoid(s'), q' = key(p + b): select on q', weigh with p.
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int e = lane + 32 * j;
+      if (e >= num_experts) continue;
+      const float sig = exact::sigmoid(s[j]);
+      const float q = nan_as_neg_inf(exact::add(sig, p.bias[e]));
+      payload[e] = sig;
+      key[j] = order_key(q);
+      if constexpr (kMethod == RoutingMethod::kDeepSeekV3) s_q[warp][e] = q;
+    }
+    if constexpr (kMethod == RoutingMethod::kDeepSeekV3) {
+      // All groups kept: the group stage cannot change the candidates.
+      if (p.topk_group < p.n_group) {
+        const int group_size = num_experts / p.n_group;
+        if (group_size % 32 == 0) {
+          keep_top_groups_by_rows(key, num_experts, group_size, p.topk_group);
+        } else {
+          __syncwarp();
+          keep_top_groups_by_scan(key, s_q[warp], s_kept[warp], num_experts, p.n_group,
+                                  p.topk_group);
+        }
+      }
+    }
+  } else {
+    // kTopKSoftmax, kLlama4, kSigmoidTopK: select on s', weigh from s'.
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j)
+      if (lane + 32 * j < num_experts) payload[lane + 32 * j] = s[j];
+  }
+  __syncwarp();
+
+  int id = 0;  // lane j < K: expert of slot j
+  warp_top_k(key, top_k, [&](int slot, int index) {
+    if (lane == slot) id = index;
+  });
+  const float x = payload[id];
+
+  float w;
+  if constexpr (kMethod == RoutingMethod::kSoftmaxTopK) {
+    w = exact::div(x, softmax_total);
+    if (p.renormalize) w = renormalized(w, top_k);
+  } else if constexpr (kMethod == RoutingMethod::kTopKSoftmax) {
+    const float m = __shfl_sync(kFullMask, x, 0);
+    const float numerator = softmax_numerator(x, m);
+    w = exact::div(numerator, slot_order_sum(numerator, top_k));
+  } else if constexpr (kMethod == RoutingMethod::kLlama4) {
+    w = exact::sigmoid(x);
+  } else if constexpr (kMethod == RoutingMethod::kSigmoidTopK) {
+    w = exact::sigmoid(x);
+    if (p.renormalize) w = renormalized(w, top_k);
+  } else if constexpr (kMethod == RoutingMethod::kMiniMax) {
+    w = renormalized(x, top_k);
+  } else {  // kDeepSeekV3
+    w = p.renormalize ? renormalized(x, top_k) : x;
+  }
+  w = exact::mul(w, p.routed_scaling_factor);
+  if (lane < top_k) {
+    p.ids[t * top_k + lane] = id;
+    p.weights[t * top_k + lane] = w;
+  }
+}
+
+}  // namespace servekit::cuda::routing

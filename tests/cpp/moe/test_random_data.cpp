@@ -1,0 +1,103 @@
+// Random data is a pure function of (seed, stream, index): reproducible, independent of what
+// else is generated, and with the documented ranges and moments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "moe_test_util.h"
+
+namespace servekit {
+namespace {
+
+TEST(RandomData, DeterministicAndPrefixStable) {
+  // 3M values crosses the threshold above which fills are split across threads.
+  std::vector<float> big(3 << 20), small(1000), again(3 << 20);
+  fill_uniform_f32(5, 9, big.data(), big.size(), 2.0f);
+  fill_uniform_f32(5, 9, again.data(), again.size(), 2.0f);
+  fill_uniform_f32(5, 9, small.data(), small.size(), 2.0f);
+  EXPECT_EQ(big, again);
+  EXPECT_TRUE(std::equal(small.begin(), small.end(), big.begin()));
+  std::vector<float> other_seed(1000), other_stream(1000);
+  fill_uniform_f32(6, 9, other_seed.data(), 1000, 2.0f);
+  fill_uniform_f32(5, 10, other_stream.data(), 1000, 2.0f);
+  EXPECT_NE(small, other_seed);
+  EXPECT_NE(small, other_stream);
+}
+
+TEST(RandomData, UniformAndNormalMoments) {
+  const size_t n = 1 << 20;
+  std::vector<float> u(n), g(n);
+  fill_uniform_f32(1, 1, u.data(), n, 3.0f);
+  fill_normal_f32(1, 2, g.data(), n, 2.0f);
+  double su = 0, su2 = 0, sg = 0, sg2 = 0;
+  float lo = 0, hi = 0;
+  for (size_t i = 0; i < n; ++i) {
+    su += u[i];
+    su2 += double(u[i]) * u[i];
+    sg += g[i];
+    sg2 += double(g[i]) * g[i];
+    lo = std::min(lo, u[i]);
+    hi = std::max(hi, u[i]);
+  }
+  EXPECT_GT(lo, -3.0f);
+  EXPECT_LT(hi, 3.0f);
+  EXPECT_LT(lo, -2.99f);
+  EXPECT_GT(hi, 2.99f);
+  // Standard error of the mean: sigma / sqrt(2^20) = sigma / 1024; allow 5 of them.
+  EXPECT_NEAR(su / n, 0.0, 5 * std::sqrt(3.0) / 1024);
+  EXPECT_NEAR(su2 / n, 3.0, 0.02);  // U(-3, 3) has variance 3
+  EXPECT_NEAR(sg / n, 0.0, 5 * 2.0 / 1024);
+  EXPECT_NEAR(sg2 / n, 4.0, 0.03);
+  std::vector<uint16_t> b(1000);
+  fill_uniform_bf16(1, 1, b.data(), b.size(), 3.0f);
+  for (size_t i = 0; i < b.size(); ++i) EXPECT_EQ(b[i], float_to_bf16(u[i])) << i;
+}
+
+TEST(RandomData, ExpertAloneEqualsExpertAmongOthers) {
+  test::LayerCase c;
+  c.bias = true;
+  const MoEConfig cfg = test::make_config(c);
+  std::vector<HostExpert> all;
+  for (int e = 0; e <= c.num_experts; ++e) all.push_back(make_random_expert(cfg, 42, e, true));
+  const HostExpert alone = make_random_expert(cfg, 42, 5, true);
+  EXPECT_EQ(alone.w13, all[5].w13);
+  EXPECT_EQ(alone.w2, all[5].w2);
+  EXPECT_EQ(alone.w13_bias, all[5].w13_bias);
+  EXPECT_EQ(alone.w2_bias, all[5].w2_bias);
+  EXPECT_NE(all[5].w13, all[6].w13);
+  EXPECT_NE(all[5].w2, all[16].w2);
+  EXPECT_EQ(alone.w13.size(), size_t(256 * 256));
+  EXPECT_EQ(alone.w2.size(), size_t(256 * 128));
+  EXPECT_TRUE(make_random_expert(cfg, 42, 5, false).w13_bias.empty());
+  EXPECT_EQ(make_random_expert(cfg, 42, 5, false).w13, alone.w13);
+  // fan-in scaling: |w13| <= sqrt(3 / H), |w2| <= sqrt(3 / I) (bf16 rounding may add 2^-8).
+  for (uint16_t v : alone.w13)
+    ASSERT_LE(std::abs(bf16_to_float(v)), std::sqrt(3.0f / 256) * (1 + 1.0f / 256));
+  for (uint16_t v : alone.w2)
+    ASSERT_LE(std::abs(bf16_to_float(v)), std::sqrt(3.0f / 128) * (1 + 1.0f / 256));
+  EXPECT_THROW(make_random_expert(cfg, 42, 17, false), Error);
+}
+
+TEST(RandomData, RouterLogitsSkewAndInputs) {
+  const int E = 64;
+  const std::vector<float> u = make_router_logits(3, 256, E, RoutingSkew::kUniform);
+  const std::vector<float> s = make_router_logits(3, 256, E, RoutingSkew::kSkewed);
+  ASSERT_EQ(u.size(), size_t(256 * E));
+  // Skewed = uniform + a per-expert bonus: the same for every token, one expert gets +6.
+  std::vector<float> bonus(E);
+  for (int j = 0; j < E; ++j) bonus[j] = s[j] - u[j];
+  EXPECT_NEAR(*std::max_element(bonus.begin(), bonus.end()), 6.0f, 1e-5f);
+  for (int64_t t = 0; t < 256; ++t)
+    for (int j = 0; j < E; ++j) ASSERT_NEAR(s[t * E + j] - u[t * E + j], bonus[j], 1e-5f);
+  const std::vector<float> bias = make_correction_bias(3, E);
+  for (float b : bias) EXPECT_LE(std::abs(b), 0.1f);
+  EXPECT_EQ(make_hidden(3, 4, 100), make_hidden(3, 4, 100));
+  EXPECT_NE(make_hidden(3, 4, 100), make_hidden(4, 4, 100));
+  const std::vector<uint16_t> h = make_hidden(3, 1, 4096);
+  int nonzero = 0;
+  for (uint16_t v : h) nonzero += bf16_to_float(v) != 0.0f;
+  EXPECT_GT(nonzero, 4000);
+}
+
+}  // namespace
+}  // namespace servekit
