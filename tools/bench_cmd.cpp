@@ -1,13 +1,231 @@
-// `servekit bench` — placeholder until the benchmark lands.
+// `servekit bench moe ...`: parses the options, runs the benchmark (bench_moe.h), writes the
+// result file of BENCH.md and returns 1 if any row failed its check.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
+#include "bench_moe.h"
 #include "commands.h"
+#include "core/presets.h"
 
 namespace servekit::cli {
 
-int cmd_bench(int, char**) {
-  std::fprintf(stderr, "servekit: error: bench is not implemented yet\n");
-  return 2;
+namespace {
+
+using bench::BenchOptions;
+
+constexpr const char* kUsage =
+    "usage: servekit bench moe [--preset a,b|all] [--quant q1,q2|default|all]\n"
+    "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed]\n"
+    "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
+    "         [--check-tokens 64] [--peer on|off] [--commit SHA] [--threads N] [--device N]\n"
+    "         [--max-seconds S] [--seed N] [--parallel-load on|off] [--then <row options>...]\n"
+    "  all presets = every model preset but `tiny`; default quant = the preset's own format.\n"
+    "  --then starts another row group (--preset --quant --tokens --routing --path\n"
+    "  --check-tokens); the other options apply to the whole run.\n"
+    "  The commit defaults to $SERVEKIT_COMMIT. Exit 1 if a row fails its check.\n";
+
+std::vector<std::string> split(std::string_view s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t end = std::min(s.find(',', start), s.size());
+    if (end > start) out.emplace_back(s.substr(start, end - start));
+    start = end + 1;
+  }
+  return out;
+}
+
+int64_t parse_int(const std::string& flag, const std::string& v, int64_t lo, int64_t hi) {
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  SERVEKIT_CHECK(!v.empty() && *end == '\0' && x >= lo && x <= hi, flag, "=", v,
+                 " must be an integer in [", lo, ", ", hi, "]");
+  return x;
+}
+
+std::string today_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", &tm);
+  return buf;
+}
+
+struct Parsed {
+  BenchOptions opt;
+  std::string out, commit;
+};
+
+// The text form of one row group, before validation.
+struct SpecText {
+  std::string presets = "all", quants = "default", tokens = "1,8,32,128,512,2048,8192",
+              routings = "uniform,skewed", path = "auto";
+  int check_tokens = 64;
+};
+
+bench::RowSpec parse_spec(const SpecText& t) {
+  bench::RowSpec spec;
+  spec.check_tokens = t.check_tokens;
+  if (t.presets == "all") {
+    for (const Preset& pr : servekit::presets())
+      if (pr.name != "tiny") spec.presets.push_back(pr.name);
+  } else {
+    spec.presets = split(t.presets);
+    for (const auto& name : spec.presets) find_preset(name);
+  }
+  if (t.quants == "all") {
+    for (QuantMethod m : all_quant_methods()) spec.quants.emplace_back(quant_name(m));
+  } else {
+    spec.quants = split(t.quants);
+    for (const auto& q : spec.quants)
+      if (q != "default") parse_quant(q);
+  }
+  for (const auto& v : split(t.tokens)) spec.tokens.push_back(parse_int("--tokens", v, 1, 1 << 20));
+  for (const auto& r : split(t.routings)) {
+    SERVEKIT_CHECK(r == "uniform" || r == "skewed", "--routing=", r, " must be uniform or skewed");
+    spec.routings.push_back(r == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
+  }
+  if (t.path == "both") {
+    spec.paths = {MoEPath::kStatic, MoEPath::kDynamic};
+  } else {
+    SERVEKIT_CHECK(t.path == "auto" || t.path == "static" || t.path == "dynamic", "--path=", t.path,
+                   " must be auto, static, dynamic or both");
+    spec.paths = {t.path == "auto"     ? MoEPath::kAuto
+                  : t.path == "static" ? MoEPath::kStatic
+                                       : MoEPath::kDynamic};
+  }
+  SERVEKIT_CHECK(!spec.presets.empty() && !spec.quants.empty() && !spec.tokens.empty() &&
+                     !spec.routings.empty(),
+                 "--preset, --quant, --tokens and --routing need at least one value each");
+  return spec;
+}
+
+// argv[0] = "bench", argv[1] = "moe". Row options (--preset --quant --tokens --routing --path
+// --check-tokens) describe one row group; `--then` starts the next group. The others are global.
+Parsed parse_args(int argc, char** argv) {
+  Parsed p;
+  BenchOptions& o = p.opt;
+  if (const char* c = std::getenv("SERVEKIT_COMMIT")) p.commit = c;
+  SpecText spec;
+  for (int i = 2; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--then") {
+      o.specs.push_back(parse_spec(spec));
+      spec = SpecText{};
+      continue;
+    }
+    SERVEKIT_CHECK(flag.rfind("--", 0) == 0 && i + 1 < argc, "argument '", flag,
+                   "' is not an option followed by a value");
+    const std::string v = argv[++i];
+    if (flag == "--preset") {
+      spec.presets = v;
+    } else if (flag == "--quant") {
+      spec.quants = v;
+    } else if (flag == "--tokens") {
+      spec.tokens = v;
+    } else if (flag == "--routing") {
+      spec.routings = v;
+    } else if (flag == "--path") {
+      spec.path = v;
+    } else if (flag == "--check-tokens") {
+      spec.check_tokens = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+    } else if (flag == "--repeats") {
+      o.repeats = static_cast<int>(parse_int(flag, v, 1, 100000));
+    } else if (flag == "--warmup") {
+      o.warmup = static_cast<int>(parse_int(flag, v, 0, 100000));
+    } else if (flag == "--out") {
+      p.out = v;
+    } else if (flag == "--commit") {
+      p.commit = v;
+    } else if (flag == "--threads") {
+      o.threads = static_cast<int>(parse_int(flag, v, 0, 4096));
+    } else if (flag == "--device") {
+      o.device = static_cast<int>(parse_int(flag, v, 0, 1024));
+    } else if (flag == "--max-seconds") {
+      o.max_seconds = static_cast<double>(parse_int(flag, v, 0, int64_t{1} << 30));
+    } else if (flag == "--seed") {
+      o.seed = static_cast<uint64_t>(parse_int(flag, v, 0, INT64_MAX));
+    } else if (flag == "--parallel-load") {
+      SERVEKIT_CHECK(v == "on" || v == "off", "--parallel-load=", v, " must be on or off");
+      o.parallel_load = v == "on";
+    } else if (flag == "--peer") {
+      SERVEKIT_CHECK(v == "on" || v == "off", "--peer=", v, " must be on or off");
+      o.peer = v == "on";
+    } else {
+      SERVEKIT_FAIL("unknown option '", flag, "'");
+    }
+  }
+  o.specs.push_back(parse_spec(spec));
+  return p;
+}
+
+}  // namespace
+
+int cmd_bench(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--help" || a == "-h" || (i == 1 && a == "help")) {
+      std::printf("%s", kUsage);
+      return 0;
+    }
+  }
+  if (argc < 2 || std::string_view(argv[1]) != "moe") {
+    std::fprintf(stderr, "servekit: error: bench needs a benchmark name (moe)\n%s", kUsage);
+    return 2;
+  }
+  Parsed p;
+  try {
+    p = parse_args(argc, argv);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "servekit: error: bench moe: %s\n%s", e.what(), kUsage);
+    return 2;
+  }
+  bench::RunInfo info;
+  info.commit = p.commit.empty() ? "unknown" : p.commit;
+  info.date = today_utc();
+  for (int i = 0; i < argc; ++i) info.command += (i ? " " : "servekit ") + std::string(argv[i]);
+  bool write_failed = false;
+  auto write = [&](const std::vector<bench::BenchRow>& rows) {
+    if (p.out.empty()) return;
+    const std::string tmp = p.out + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << bench::results_json(info, rows);
+      write_failed = write_failed || !f.good();
+    }
+    write_failed = write_failed || std::rename(tmp.c_str(), p.out.c_str()) != 0;
+  };
+  p.opt.on_row = write;
+  std::vector<bench::BenchRow> rows;
+  try {
+    rows = bench::run_moe_bench(p.opt, info);
+  } catch (const Error& e) {  // no usable device: a run-time error (names were checked above)
+    std::fprintf(stderr, "servekit: error: bench moe: %s\n", e.what());
+    return 1;
+  }
+  int failed = 0, skipped = 0;
+  for (const auto& r : rows) {
+    failed += r.status == "fail" || r.status == "error";
+    skipped += r.status == "skipped";
+  }
+  if (!p.out.empty()) {
+    write(rows);
+    if (write_failed) {
+      std::fprintf(stderr, "servekit: error: bench moe: cannot write --out %s\n", p.out.c_str());
+      return 2;
+    }
+    std::fprintf(stderr, "bench: wrote %zu rows to %s\n", rows.size(), p.out.c_str());
+  }
+  std::printf("bench moe: %zu rows, %d failed, %d skipped\n", rows.size(), failed, skipped);
+  return failed ? 1 : 0;
 }
 
 }  // namespace servekit::cli

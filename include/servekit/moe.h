@@ -121,6 +121,8 @@ class MoELayer {
   // Converts all weights at once (shapes as at the top of this file).
   void prepare_weights(const MoEWeights& w);
   // Converts one routed expert (local index 0..E_local-1) or one shared expert (0..S-1).
+  // Calls for distinct experts may run concurrently from several threads (loading 257 experts
+  // one by one takes minutes); calls for the same expert, or concurrent with forward, may not.
   // Experts never loaded must never be routed to: forward throws if one is (CPU backend) or
   // reads zero weights (CUDA backend, which keeps no host-side routing).
   void load_expert(int local_expert, const ExpertWeightsView& w);

@@ -12,7 +12,8 @@ namespace servekit {
 class MoEBackend {
  public:
   virtual ~MoEBackend() = default;
-  // index: routed local expert 0..E_local-1, or E_local + s for shared expert s.
+  // index: routed local expert 0..E_local-1, or E_local + s for shared expert s. Must be safe
+  // to call concurrently for distinct indices (see MoELayer::load_expert).
   virtual void load_expert(int index, std::shared_ptr<const PreparedExpert> expert) = 0;
   // Arguments are already validated by MoELayer (shapes, dtypes, devices, T <= capacity).
   virtual void forward(const MoEInputs& in, TensorView out, void* stream) = 0;

@@ -207,7 +207,7 @@ struct MoELayer::Impl {
   bool keep_host = false;
   // E_local routed experts, then S shared ones; null when not loaded or not kept.
   std::vector<std::shared_ptr<const PreparedExpert>> host;
-  std::vector<bool> loaded;
+  std::vector<uint8_t> loaded;  // not vector<bool>: distinct experts may load concurrently
   std::unique_ptr<MoEBackend> backend;
 
   int num_local() const { return cfg.experts.local_num_experts; }
@@ -215,7 +215,7 @@ struct MoELayer::Impl {
 
   void store(int index, std::shared_ptr<const PreparedExpert> e) {
     if (keep_host) host[index] = e;
-    loaded[index] = true;
+    loaded[index] = 1;
     backend->load_expert(index, std::move(e));
   }
 };
@@ -225,7 +225,7 @@ MoELayer::MoELayer(const MoEConfig& cfg) : impl_(std::make_unique<Impl>()) {
   impl_->keep_host = !impl_->cfg.exec.device.is_cuda() || impl_->cfg.exec.keep_host_weights;
   const size_t n = static_cast<size_t>(impl_->num_local() + impl_->num_shared());
   impl_->host.resize(n);
-  impl_->loaded.assign(n, false);
+  impl_->loaded.assign(n, 0);
   impl_->backend = make_backend(impl_->cfg);
 }
 
@@ -285,7 +285,7 @@ bool MoELayer::expert_loaded(int local_expert) const {
   SERVEKIT_CHECK(local_expert >= 0 && local_expert < L,
                  "moe.expert_loaded: local_expert=", local_expert,
                  " must be in [0, local_num_experts=", L, ")");
-  return impl_->loaded[local_expert];
+  return impl_->loaded[local_expert] != 0;
 }
 
 const PreparedExpert* MoELayer::prepared_expert(int index) const {

@@ -1,0 +1,192 @@
+#!/usr/bin/env bash
+# Everything servekit checks on a GPU, for ONE device call (device commands get at most 10 minutes;
+# every stage here is time-boxed against one deadline, BUDGET_S seconds after the start):
+#   1. GPU state (nvidia-smi) and toolchain versions
+#   2. configure + build with all cores (scripts/build.sh; CUTLASS headers and GoogleTest must
+#      already be in .deps (scripts/device-deps.sh): the device reaches no registry, so pass
+#      carry [".deps"])
+#   3. GPU tests (ctest -L gpu) and CPU tests (ctest -L cpu)
+#   4. compute-sanitizer memcheck on a small layer forward and a tiny benchmark row (peer included)
+#   5. the MoE benchmark, rows chosen by BENCH_SET (quick | issue3 | full), time-boxed
+#   6. a short summary table
+# Environment:
+#   OUT              where results and logs go (default ./out): bench-<set>.json, bench-<set>.log,
+#                    build.log, tests.log, sanitizer.log, summary.txt
+#   BENCH_SET        quick (default) | issue3 | full | none
+#   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
+#                    copy has a .git, else "unknown"); pass it when running on a copy without .git
+#   BUDGET_S         total seconds (default 540)
+# Exit status: 0 when every stage passed, 1 otherwise (later stages still run).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+START=$(date +%s)
+BUDGET_S=${BUDGET_S:-540}
+OUT=${OUT:-$PWD/out}
+BENCH_SET=${BENCH_SET:-quick}
+mkdir -p "$OUT"
+BUILD_DIR=${BUILD_DIR:-build}
+JOBS=$(nproc)
+
+left() { echo $((START + BUDGET_S - $(date +%s))); }
+# min(a, b), floored at 1
+cap() { local a=$1 b=$2; ((a > b)) && a=$b; ((a < 1)) && a=1; echo "$a"; }
+STAGES=()
+record() { STAGES+=("$(printf '%-10s %-8s %5ss' "$1" "$2" "$3")"); }
+# run_stage NAME LIMIT_S LOG CMD...: runs CMD with a timeout, output appended to LOG.
+run_stage() {
+  local name=$1 limit=$2 log=$3 t0 rc status
+  shift 3
+  t0=$(date +%s)
+  echo "== $name (limit ${limit}s, $(left)s left)"
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
+  rc=$?
+  status=ok
+  ((rc == 124 || rc == 137)) && status=timeout
+  ((rc != 0 && rc != 124 && rc != 137)) && status="rc=$rc"
+  record "$name" "$status" $(($(date +%s) - t0))
+  [[ $status == ok ]]
+}
+
+echo "== gpu state"
+nvidia-smi -L || echo "nvidia-smi failed: no driver or GPU?"
+nvidia-smi --query-gpu=name,pstate,temperature.gpu,power.draw,power.limit,clocks.sm,clocks.max.sm,clocks.mem,memory.used,memory.total,persistence_mode,compute_mode --format=csv || true
+echo "host: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(nvcc --version | tail -1); $(cmake --version | head -1)"
+
+COMMIT=${SERVEKIT_COMMIT:-}
+if [[ -z $COMMIT ]] && COMMIT=$(git rev-parse HEAD 2>/dev/null); then
+  [[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] && COMMIT="$COMMIT-dirty"
+fi
+COMMIT=${COMMIT:-unknown}
+echo "commit: $COMMIT"
+
+# ---- build -------------------------------------------------------------------------------------
+BUILD_OK=0
+: >"$OUT/build.log"
+if [[ ! -f .deps/cutlass/include/cutlass/cutlass.h ]]; then
+  echo "build: .deps/cutlass is missing: run with carry [\".deps\"] (the device has no registry)" |
+    tee -a "$OUT/build.log"
+  record build no-deps 0
+else
+  EXTRA=()
+  if [[ ! -f /usr/include/gtest/gtest.h ]]; then
+    if [[ -f .deps/gtest/include/gtest/gtest.h ]]; then
+      # Bundled by scripts/device-deps.sh (headers + static libraries).
+      EXTRA+=(-DGTEST_ROOT="$PWD/.deps/gtest")
+    else
+      echo "build: GoogleTest missing (run scripts/device-deps.sh here first): building" \
+        "without tests" | tee -a "$OUT/build.log"
+      EXTRA+=(-DSERVEKIT_TESTS=OFF)
+    fi
+  fi
+  # Leave ~150 s for the tests, the sanitizer and a first benchmark rows.
+  if run_stage build "$(cap $(($(left) - 150)) 420)" "$OUT/build.log" \
+    env JOBS="$JOBS" BUILD_DIR="$BUILD_DIR" scripts/build.sh "${EXTRA[@]}"; then
+    BUILD_OK=1
+  else
+    echo "build failed; last lines of build.log:"
+    tail -n 40 "$OUT/build.log"
+  fi
+fi
+
+# ---- tests -------------------------------------------------------------------------------------
+: >"$OUT/tests.log"
+if ((BUILD_OK)) && [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then
+  echo "--- GPU tests" >>"$OUT/tests.log"
+  run_stage gpu-tests "$(cap $(($(left) - 120)) 180)" "$OUT/tests.log" \
+    ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 120
+  echo "--- CPU tests" >>"$OUT/tests.log"
+  run_stage cpu-tests "$(cap $(($(left) - 100)) 120)" "$OUT/tests.log" \
+    ctest --test-dir "$BUILD_DIR" -L cpu -j "$JOBS" --output-on-failure --timeout 60
+  grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*Failed|Not Run" "$OUT/tests.log" |
+    head -n 30
+fi
+
+# ---- sanitizer ---------------------------------------------------------------------------------
+: >"$OUT/sanitizer.log"
+SANITIZER=$(command -v compute-sanitizer ||
+  ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
+    2>/dev/null | head -n 1)
+if ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
+  run_stage memcheck "$(cap $(($(left) - 90)) 120)" "$OUT/sanitizer.log" \
+    "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BUILD_DIR/servekit" moe --preset tiny --tokens 33 --quant bf16 --device cuda --check
+  run_stage memcheck-bench "$(cap $(($(left) - 80)) 90)" "$OUT/sanitizer.log" \
+    "$SANITIZER" --tool memcheck --error-exitcode 1 \
+    "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128 --tokens 33 \
+    --routing uniform --repeats 2 --warmup 1 --check-tokens 8 --threads 4
+  grep -E "ERROR SUMMARY|Invalid|error" "$OUT/sanitizer.log" | head -n 20
+elif ((BUILD_OK)); then
+  echo "compute-sanitizer not found (PATH, /usr/local/cuda*)" | tee -a "$OUT/sanitizer.log"
+  record memcheck missing 0
+fi
+
+# ---- benchmark ---------------------------------------------------------------------------------
+# Row groups are separated by --then; each takes --preset --quant --tokens --routing --path
+# --check-tokens. Cheap groups first, so the budget cuts the expensive ones, never the reverse.
+case $BENCH_SET in
+  quick)
+    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16,fp8_block128,fp8_per_tensor
+      --tokens 1,8,128,2048 --routing uniform,skewed) ;;
+  issue3)
+    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
+      --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 1,32,8192 --routing uniform
+      --check-tokens 32
+      --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
+      --check-tokens 32) ;;
+  full)
+    BENCH_ARGS=(--preset all --quant default,bf16,fp8_block128
+      --tokens 1,8,32,128,512,2048,8192 --routing uniform,skewed --check-tokens 32) ;;
+  none) BENCH_ARGS=() ;;
+  *)
+    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, full or none)"
+    BENCH_ARGS=()
+    record bench bad-set 0 ;;
+esac
+JSON="$OUT/bench-$BENCH_SET.json"
+if ((BUILD_OK)) && ((${#BENCH_ARGS[@]})); then
+  t0=$(date +%s)
+  LIMIT=$(cap $(($(left) - 15)) 600)
+  echo "== bench $BENCH_SET (limit ${LIMIT}s)"
+  # The bench stops starting rows at --max-seconds (the rest are recorded as skipped) and the
+  # timeout only catches a row that hangs.
+  timeout --kill-after=10 "$LIMIT" "$BUILD_DIR/servekit" bench moe "${BENCH_ARGS[@]}" \
+    --max-seconds "$(cap $((LIMIT - 60)) 600)" --out "$JSON" --commit "$COMMIT" 2>&1 |
+    tee "$OUT/bench-$BENCH_SET.log"
+  rc=${PIPESTATUS[0]}
+  status=ok
+  ((rc == 124 || rc == 137)) && status=timeout
+  ((rc == 1)) && status=row-failed
+  ((rc != 0 && rc != 1 && rc != 124 && rc != 137)) && status="rc=$rc"
+  record bench "$status" $(($(date +%s) - t0))
+fi
+
+# ---- summary -----------------------------------------------------------------------------------
+{
+  if [[ -f $JSON ]] && command -v python3 >/dev/null; then
+    python3 - "$JSON" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print(f"bench {sys.argv[1]}: {d['device']} commit {d['commit'][:12]} {d['date']}")
+f = lambda v, s: "-" if v is None else s.format(v)
+print(f"{'preset':16} {'quant':14} {'T':>5} {'routing':7} {'us':>9} {'floor':>9} {'ratio':>6} "
+      f"{'peer_us':>9} {'vs_peer':>7} {'rel_l2':>8} status")
+for r in d["rows"]:
+    print(f"{r['preset']:16} {r['quant']:14} {r['tokens']:5} {r['routing']:7} "
+          f"{f(r['us'], '{:9.1f}'):>9} {f(r['floor_us'], '{:9.1f}'):>9} {f(r['ratio'], '{:6.2f}'):>6} "
+          f"{f(r['peer_us'], '{:9.1f}'):>9} {f(r['speedup_vs_peer'], '{:7.2f}'):>7} "
+          f"{f(r['rel_l2'], '{:8.1e}'):>8} {r['status']}")
+PY
+  elif [[ -f $OUT/bench-$BENCH_SET.log ]]; then
+    grep -v '^bench:' "$OUT/bench-$BENCH_SET.log"
+  fi
+  echo "stage      status   time"
+  printf '%s\n' "${STAGES[@]}"
+  echo "total $(($(date +%s) - START))s; results in $OUT"
+} | tee "$OUT/summary.txt"
+
+# A missing compute-sanitizer is reported in the summary but is no failure of the code.
+for s in "${STAGES[@]}"; do
+  [[ $s =~ ^[a-z0-9-]+\ +(ok|missing)\  ]] || exit 1
+done
+exit 0

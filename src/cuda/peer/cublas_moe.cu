@@ -1,0 +1,423 @@
+#include "cuda/peer/cublas_moe.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "cuda/moe_plan.h"
+#include "cuda/peer/peer_gemm.h"
+#include "cuda/peer/peer_kernels.cuh"
+#include "cuda/runtime.h"
+#include "servekit/formats.h"
+
+namespace servekit::peer {
+
+namespace {
+
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (p_) cudaFree(p_);
+  }
+  void alloc(size_t bytes) {
+    if (bytes > 0) SERVEKIT_CUDA_CHECK(cudaMalloc(&p_, bytes));
+  }
+  template <typename T = void>
+  T* get() const {
+    return static_cast<T*>(p_);
+  }
+  uint8_t* bytes() const { return static_cast<uint8_t*>(p_); }
+
+ private:
+  void* p_ = nullptr;
+};
+
+GemmKind gemm_kind(QuantMethod m) {
+  if (m == QuantMethod::kFP8PerTensor) return GemmKind::kFP8Tensor;
+  if (m == QuantMethod::kFP8Block128) return GemmKind::kFP8Block;
+  return GemmKind::kBF16;
+}
+
+bool is_4bit(QuantMethod m) {
+  return m == QuantMethod::kMXFP4W4A16 || m == QuantMethod::kMXFP4W4A8 ||
+         m == QuantMethod::kNVFP4W4A16 || m == QuantMethod::kInt4W4A16;
+}
+
+int64_t pad4(int64_t x) {
+  return (x + 3) / 4 * 4;
+}
+
+// Runs fn(i) for i in [0, n) on `threads` host threads bound to `device`; rethrows the first
+// exception after all threads finish.
+template <typename Fn>
+void parallel_for(int n, int threads, int device, Fn fn) {
+  std::atomic<int> next{0};
+  std::exception_ptr error;
+  std::mutex mu;
+  auto work = [&] {
+    try {
+      SERVEKIT_CUDA_CHECK(cudaSetDevice(device));
+      for (int i = next++; i < n; i = next++) fn(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!error) error = std::current_exception();
+      next = n;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, std::min(threads, n)); ++t) pool.emplace_back(work);
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // cuBLAS and cuBLASLt workspaces
+constexpr int kThreads = 256;
+
+}  // namespace
+
+struct CublasMoE::Impl {
+  MoEConfig cfg;
+  int device = 0;
+  QuantMethod method = QuantMethod::kBF16;
+  GemmKind kind = GemmKind::kBF16;
+  bool available = false;
+  std::string note;
+  int L = 0, S = 0, G = 0, K = 0;
+  int64_t H = 0, I = 0, R = 0, max_tokens = 0, capacity = 0;
+  size_t w_elt = 2, a_elt = 2;  // bytes per weight / activation element in the GEMMs
+  bool has_bias = false;
+  int64_t nb13 = 0, ld13 = 0, nb2 = 0, ld2 = 0;  // fp8_block128 weight scale layouts
+
+  DeviceBuffer w13, w2, s13, s2, b13, b2;
+  DeviceBuffer ids, topk_w, offsets, row_token, row_group, token_slot_row, scratch;
+  DeviceBuffer xa, xs, h1, act_f32, act, as, y, amax, act_scales, lt_ws, blas_ws;
+  cuda::PlanBuffers plan{};
+  cublasHandle_t blas = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  std::unique_ptr<GroupedGemm> gemm1, gemm2;
+  int64_t planned_tokens = -1;
+
+  ~Impl() {
+    gemm1.reset();
+    gemm2.reset();
+    if (blas) cublasDestroy(blas);
+    if (lt) cublasLtDestroy(lt);
+  }
+
+  void upload_weights(const MoELayer& layer, int threads);
+  void allocate_workspace();
+  void route_and_plan(const MoEInputs& in, int64_t T, cudaStream_t stream);
+};
+
+// Copies one prepared matrix [N, Kc] into the peer's layout at dst (codes) and, for
+// fp8_block128, its scales into dst_scales as [ceil(N/128)][ld] (cuBLASLt BLK128x128_32F,
+// PyTorch's `is_blockwise_128x128_scaling`: strides (pad4(K/128), 1)).
+static void upload_matrix(const QuantizedMatrix& m, QuantMethod method, uint8_t* dst,
+                          float* dst_scales, int64_t ld) {
+  if (is_4bit(method)) {
+    std::vector<float> f(static_cast<size_t>(m.rows * m.cols));
+    dequantize_rows(m, 0, m.rows, f.data());
+    std::vector<uint16_t> b(f.size());
+    for (size_t i = 0; i < f.size(); ++i) b[i] = float_to_bf16(f[i]);
+    SERVEKIT_CUDA_CHECK(cudaMemcpy(dst, b.data(), b.size() * 2, cudaMemcpyHostToDevice));
+    return;
+  }
+  SERVEKIT_CUDA_CHECK(cudaMemcpy(dst, m.codes.data(), m.codes.size(), cudaMemcpyHostToDevice));
+  if (method != QuantMethod::kFP8Block128) return;
+  const int64_t nb = (m.rows + 127) / 128, kb = m.cols / 128;
+  const auto* s = reinterpret_cast<const float*>(m.scales.data());
+  std::vector<float> padded(static_cast<size_t>(nb * ld), 1.0f);
+  for (int64_t i = 0; i < nb; ++i)
+    for (int64_t j = 0; j < kb; ++j) padded[i * ld + j] = s[i * kb + j];
+  SERVEKIT_CUDA_CHECK(
+      cudaMemcpy(dst_scales, padded.data(), padded.size() * 4, cudaMemcpyHostToDevice));
+}
+
+void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
+  for (int g = 0; g < G; ++g)
+    SERVEKIT_CHECK(layer.prepared_expert(g) != nullptr, "peer: expert ", g,
+                   " has no prepared host copy; load every expert into a layer built with "
+                   "exec.keep_host_weights = true");
+  has_bias = !layer.prepared_expert(0)->w13_bias.empty();
+  nb13 = (R + 127) / 128;
+  ld13 = pad4(H / 128);
+  nb2 = (H + 127) / 128;
+  ld2 = pad4(I / 128);
+  w13.alloc(static_cast<size_t>(G * R * H) * w_elt);
+  w2.alloc(static_cast<size_t>(G * H * I) * w_elt);
+  if (kind == GemmKind::kFP8Block) {
+    s13.alloc(static_cast<size_t>(G * nb13 * ld13) * 4);
+    s2.alloc(static_cast<size_t>(G * nb2 * ld2) * 4);
+  } else if (kind == GemmKind::kFP8Tensor) {
+    s13.alloc(static_cast<size_t>(G) * 4);
+    s2.alloc(static_cast<size_t>(G) * 4);
+  }
+  std::vector<float> bias13, bias2, tensor13(G), tensor2(G);
+  if (has_bias) {
+    bias13.assign(static_cast<size_t>(G * R), 0.0f);
+    bias2.assign(static_cast<size_t>(G * H), 0.0f);
+  }
+  parallel_for(G, threads, device, [&](int g) {
+    const PreparedExpert& e = *layer.prepared_expert(g);
+    const bool block = kind == GemmKind::kFP8Block;
+    upload_matrix(e.w13, method, w13.bytes() + g * R * H * w_elt,
+                  block ? s13.get<float>() + g * nb13 * ld13 : nullptr, ld13);
+    upload_matrix(e.w2, method, w2.bytes() + g * H * I * w_elt,
+                  block ? s2.get<float>() + g * nb2 * ld2 : nullptr, ld2);
+    tensor13[g] = e.w13.tensor_scale;
+    tensor2[g] = e.w2.tensor_scale;
+    if (has_bias) {
+      SERVEKIT_CHECK(static_cast<int64_t>(e.w13_bias.size()) == R &&
+                         static_cast<int64_t>(e.w2_bias.size()) == H,
+                     "peer: expert ", g, " has biases of ", e.w13_bias.size(), " and ",
+                     e.w2_bias.size(), " values, expected ", R, " and ", H,
+                     " (every expert must have biases when expert 0 has)");
+      std::copy(e.w13_bias.begin(), e.w13_bias.end(), bias13.begin() + g * R);
+      std::copy(e.w2_bias.begin(), e.w2_bias.end(), bias2.begin() + g * H);
+    }
+  });
+  if (kind == GemmKind::kFP8Tensor) {
+    SERVEKIT_CUDA_CHECK(cudaMemcpy(s13.get(), tensor13.data(), G * 4, cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(cudaMemcpy(s2.get(), tensor2.data(), G * 4, cudaMemcpyHostToDevice));
+  }
+  if (has_bias) {
+    b13.alloc(bias13.size() * 4);
+    b2.alloc(bias2.size() * 4);
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(b13.get(), bias13.data(), bias13.size() * 4, cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(b2.get(), bias2.data(), bias2.size() * 4, cudaMemcpyHostToDevice));
+  }
+}
+
+void CublasMoE::Impl::allocate_workspace() {
+  const auto n = [](int64_t v) { return static_cast<size_t>(v); };
+  ids.alloc(n(max_tokens * K) * 4);
+  topk_w.alloc(n(max_tokens * K) * 4);
+  offsets.alloc(n(G + 1) * 4);
+  row_token.alloc(n(capacity) * 4);
+  row_group.alloc(n(capacity) * 4);
+  token_slot_row.alloc(n(max_tokens * (K + S)) * 4);
+  scratch.alloc(cuda::plan_scratch_bytes(max_tokens, K, G));
+  plan.num_groups = G;
+  plan.group_offsets = offsets.get<int32_t>();
+  plan.row_token = row_token.get<int32_t>();
+  plan.row_group = row_group.get<int32_t>();
+  plan.token_slot_row = token_slot_row.get<int32_t>();
+  plan.scratch = scratch.get();
+
+  xa.alloc(n(capacity * H) * a_elt);
+  h1.alloc(n(capacity * R) * 2);
+  act.alloc(n(capacity * I) * a_elt);
+  y.alloc(n(capacity * H) * 2);
+  if (kind != GemmKind::kBF16) {
+    act_f32.alloc(n(capacity * I) * 4);
+    amax.alloc(2 * sizeof(unsigned));
+    act_scales.alloc(2 * sizeof(float));
+    lt_ws.alloc(kLtWorkspaceBytes);
+  }
+  if (kind == GemmKind::kFP8Block) {
+    xs.alloc(n((H / kernels::kActBlock) * capacity + 4 * G + 4) * 4);
+    as.alloc(n((I / kernels::kActBlock) * capacity + 4 * G + 4) * 4);
+  }
+}
+
+void CublasMoE::Impl::route_and_plan(const MoEInputs& in, int64_t T, cudaStream_t stream) {
+  const float* bias =
+      in.correction_bias.defined() ? in.correction_bias.ptr<const float>() : nullptr;
+  cuda::launch_route(cfg.routing, in.router_logits.data, in.router_logits.dtype, bias, T,
+                     ids.get<int32_t>(), topk_w.get<float>(), stream);
+  cuda::launch_build_plan(ids.get<int32_t>(), T, K, cfg.experts.local_expert_offset, L, S, plan,
+                          stream);
+}
+
+CublasMoE::CublasMoE(const MoELayer& layer, int threads) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.cfg = layer.config();
+  SERVEKIT_CHECK(m.cfg.exec.device.is_cuda(), "peer: the layer is on ", m.cfg.exec.device.str(),
+                 "; the cuBLAS peer needs a CUDA layer");
+  m.device = m.cfg.exec.device.index;
+  SERVEKIT_CUDA_CHECK(cudaSetDevice(m.device));
+  m.method = m.cfg.quant.method;
+  m.kind = gemm_kind(m.method);
+  m.L = m.cfg.experts.local_num_experts;
+  m.S = m.cfg.experts.num_shared_experts;
+  m.G = m.L + m.S;
+  m.K = m.cfg.routing.top_k;
+  m.H = m.cfg.experts.hidden_size;
+  m.I = m.cfg.experts.intermediate_size;
+  m.R = w13_rows(m.cfg);
+  m.max_tokens = m.cfg.exec.max_num_tokens;
+  m.capacity = cuda::plan_capacity_rows(m.max_tokens, m.K, m.S);
+  m.w_elt = m.kind == GemmKind::kBF16 ? 2 : 1;
+  m.a_elt = m.w_elt;
+  if (m.cfg.routing.method == RoutingMethod::kPrecomputed) {
+    m.note = "precomputed routing is not supported by the peer";
+    return;
+  }
+  if (m.cfg.routing.num_experts > kMaxExpertsGpu) {
+    m.note = "num_experts exceeds the GPU routing limit";
+    return;
+  }
+  if (is_4bit(m.method)) {
+    m.note = "bf16 GEMMs on the dequantized 4-bit weights";
+    if (m.method == QuantMethod::kMXFP4W4A8) m.note += ", bf16 activations (not fp8)";
+  }
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  m.upload_weights(layer, threads);
+  m.allocate_workspace();
+  SERVEKIT_CUBLAS_CHECK(cublasCreate(&m.blas));
+  // A workspace of our own: cuBLAS then allocates nothing while a CUDA graph captures run().
+  m.blas_ws.alloc(kLtWorkspaceBytes);
+  SERVEKIT_CUBLAS_CHECK(cublasSetWorkspace(m.blas, m.blas_ws.get(), kLtWorkspaceBytes));
+  SERVEKIT_CUBLAS_CHECK(cublasLtCreate(&m.lt));
+  m.gemm1 =
+      std::make_unique<GroupedGemm>(m.blas, m.lt, m.kind, m.G, m.lt_ws.get(), kLtWorkspaceBytes);
+  m.gemm2 =
+      std::make_unique<GroupedGemm>(m.blas, m.lt, m.kind, m.G, m.lt_ws.get(), kLtWorkspaceBytes);
+  m.available = true;
+}
+
+CublasMoE::~CublasMoE() = default;
+
+bool CublasMoE::available() const {
+  return impl_->available;
+}
+
+std::string CublasMoE::name() const {
+  if (!impl_->available) return "none";
+  return impl_->gemm1->api() + (is_4bit(impl_->method) ? "_dequant_bf16" : "");
+}
+
+const std::string& CublasMoE::note() const {
+  return impl_->note;
+}
+
+void CublasMoE::plan(const MoEInputs& in, cudaStream_t stream) {
+  Impl& m = *impl_;
+  SERVEKIT_CHECK(m.available, "peer: unavailable: ", m.note);
+  const int64_t T = in.hidden.size(0);
+  SERVEKIT_CHECK(T >= 1 && T <= m.max_tokens, "peer: T=", T, " must be in [1, ", m.max_tokens, "]");
+  SERVEKIT_CUDA_CHECK(cudaSetDevice(m.device));
+  m.planned_tokens = -1;
+  m.route_and_plan(in, T, stream);
+  std::vector<int32_t> off(static_cast<size_t>(m.G + 1));
+  SERVEKIT_CUDA_CHECK(
+      cudaMemcpyAsync(off.data(), m.offsets.get(), off.size() * 4, cudaMemcpyDeviceToHost, stream));
+  SERVEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  const bool block = m.kind == GemmKind::kFP8Block, tensor = m.kind == GemmKind::kFP8Tensor;
+  std::vector<GemmProblem> p1, p2;
+  for (int g = 0; g < m.G; ++g) {
+    const int64_t o = off[g], n = off[g + 1] - off[g];
+    if (n == 0) continue;
+    GemmProblem a;
+    a.a = m.w13.bytes() + g * m.R * m.H * m.w_elt;
+    a.b = m.xa.bytes() + o * m.H * m.a_elt;
+    a.c = m.h1.bytes() + o * m.R * 2;
+    a.m = static_cast<int>(m.R);
+    a.n = static_cast<int>(n);
+    a.k = static_cast<int>(m.H);
+    GemmProblem b;
+    b.a = m.w2.bytes() + g * m.H * m.I * m.w_elt;
+    b.b = m.act.bytes() + o * m.I * m.a_elt;
+    b.c = m.y.bytes() + o * m.H * 2;
+    b.m = static_cast<int>(m.H);
+    b.n = static_cast<int>(n);
+    b.k = static_cast<int>(m.I);
+    if (tensor) {
+      a.a_scale = m.s13.get<float>() + g;
+      a.b_scale = m.act_scales.get<float>();
+      b.a_scale = m.s2.get<float>() + g;
+      b.b_scale = m.act_scales.get<float>() + 1;
+    } else if (block) {
+      const int64_t kb1 = m.H / kernels::kActBlock, kb2 = m.I / kernels::kActBlock;
+      a.a_scale = m.s13.get<float>() + g * m.nb13 * m.ld13;
+      a.b_scale = m.xs.get<float>() + kernels::act_scale_base(o, g, kb1);
+      b.a_scale = m.s2.get<float>() + g * m.nb2 * m.ld2;
+      b.b_scale = m.as.get<float>() + kernels::act_scale_base(o, g, kb2);
+    }
+    p1.push_back(a);
+    p2.push_back(b);
+  }
+  try {
+    m.gemm1->set_problems(p1);
+    m.gemm2->set_problems(p2);
+  } catch (const Error& e) {
+    m.available = false;
+    m.note = e.what();
+    throw;
+  }
+  m.planned_tokens = T;
+}
+
+void CublasMoE::run(const MoEInputs& in, TensorView out, cudaStream_t stream) {
+  using namespace kernels;
+  Impl& m = *impl_;
+  const int64_t T = in.hidden.size(0);
+  SERVEKIT_CHECK(m.available && m.planned_tokens == T, "peer: run with T=", T,
+                 " needs plan() on the same inputs first (planned T=", m.planned_tokens, ")");
+  SERVEKIT_CHECK(out.ndim == 2 && out.size(0) == T && out.size(1) == m.H &&
+                     out.dtype == DType::kBF16 && out.is_contiguous(),
+                 "peer: out is ", out.str(), ", expected [", T, ", ", m.H, "] bf16 contiguous");
+  SERVEKIT_CUDA_CHECK(cudaSetDevice(m.device));
+  m.route_and_plan(in, T, stream);
+
+  const auto rows = static_cast<unsigned>(T * (m.K + m.S));  // upper bound of permuted rows
+  const auto* hidden = in.hidden.ptr<const __nv_bfloat16>();
+  const int32_t* off = m.offsets.get<int32_t>();
+  const int32_t* tok = m.row_token.get<int32_t>();
+  const int32_t* grp = m.row_group.get<int32_t>();
+  unsigned* amax = m.amax.get<unsigned>();
+  float* ascale = m.act_scales.get<float>();
+  const unsigned amax_blocks = std::min<unsigned>(1024, (rows * m.H + kThreads - 1) / kThreads);
+  switch (m.kind) {
+    case GemmKind::kBF16:
+      gather_rows_bf16<<<rows, 128, 0, stream>>>(hidden, tok, off, m.G, m.H,
+                                                 m.xa.get<__nv_bfloat16>());
+      break;
+    case GemmKind::kFP8Tensor:
+      SERVEKIT_CUDA_CHECK(cudaMemsetAsync(amax, 0, 2 * sizeof(unsigned), stream));
+      amax_rows<<<amax_blocks, kThreads, 0, stream>>>(hidden, T, nullptr, m.H, amax);
+      quantize_rows_fp8_tensor<<<rows, kThreads, 0, stream>>>(hidden, tok, off, m.G, m.H, amax,
+                                                              m.xa.get<uint8_t>(), ascale);
+      break;
+    case GemmKind::kFP8Block:
+      quantize_rows_fp8_block<<<rows, kThreads, 0, stream>>>(
+          hidden, tok, grp, off, m.G, m.H, m.xa.get<uint8_t>(), m.xs.get<float>());
+      break;
+  }
+  m.gemm1->run(stream);
+  const auto* h1 = m.h1.get<__nv_bfloat16>();
+  if (m.kind == GemmKind::kBF16) {
+    activation_rows<<<rows, kThreads, 0, stream>>>(h1, m.b13.get<float>(), grp, off, m.G, m.I,
+                                                   m.cfg.activation, m.act.get<__nv_bfloat16>());
+  } else {
+    float* a32 = m.act_f32.get<float>();
+    activation_rows<<<rows, kThreads, 0, stream>>>(h1, m.b13.get<float>(), grp, off, m.G, m.I,
+                                                   m.cfg.activation, a32);
+    if (m.kind == GemmKind::kFP8Tensor) {
+      amax_rows<<<amax_blocks, kThreads, 0, stream>>>(a32, 0, off + m.G, m.I, amax + 1);
+      quantize_rows_fp8_tensor<<<rows, kThreads, 0, stream>>>(
+          a32, static_cast<const int32_t*>(nullptr), off, m.G, m.I, amax + 1, m.act.get<uint8_t>(),
+          ascale + 1);
+    } else {
+      quantize_rows_fp8_block<<<rows, kThreads, 0, stream>>>(
+          a32, static_cast<const int32_t*>(nullptr), grp, off, m.G, m.I, m.act.get<uint8_t>(),
+          m.as.get<float>());
+    }
+  }
+  m.gemm2->run(stream);
+  combine_rows<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(
+      m.y.get<__nv_bfloat16>(), m.token_slot_row.get<int32_t>(), grp, m.topk_w.get<float>(),
+      m.b2.get<float>(), m.K, m.S, m.H, out.ptr<__nv_bfloat16>());
+  SERVEKIT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace servekit::peer
