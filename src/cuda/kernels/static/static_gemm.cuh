@@ -1,0 +1,297 @@
+// The static (small-batch) MoE GEMM: one template for both GEMMs and every weight format.
+//
+// Bandwidth first. Each active expert's weights cross HBM once per call for all of its rows:
+// a unit (128 weight rows of one task) is streamed by 8 warps, one m16 tile each, with 16-byte
+// loads already in mma fragment order (static_layout.h) and kDepth k-blocks in flight per warp
+// in a register ring; 4-bit and fp8 codes are decoded in registers; the tensor cores (mma.sync)
+// multiply them by the task's <= 32 activation rows, staged once per unit in shared memory.
+// Work is spread over every SM whatever the expert count by cutting the list of (unit, k-block)
+// steps into equal CTA ranges (stream-K, static_tasks.h); a unit cut between CTAs is summed by
+// the CTA that finishes it last, reading the parts in CTA order, so results are deterministic.
+//
+// Kernel flow per CTA: issue the first batch of loads; wait for the previous kernel (PDL);
+// then for each unit of its range: stage the activations, run its k-blocks in batches of kDepth
+// (computing slot j, then refilling it with the next batch's step j, which may belong to the
+// next unit), and finish it (epilogue, or hand the partial sums to the finishing CTA).
+#pragma once
+
+#include "cuda/kernels/static/static_epilogue.cuh"
+#include "cuda/kernels/static/static_loaders.cuh"
+#include "cuda/kernels/static/static_stage.cuh"
+
+namespace servekit::cuda::static_moe {
+
+// A warp's tile of one unit.
+struct StaticTileRef {
+  const uint8_t* codes = nullptr;  // lane's first 16 bytes of the tile's k-block 0
+  int32_t kb_stride = 0;           // bytes from one k-block of the tile to the next
+  int32_t scales = 0;              // the tile's scales at codes + scales (matrices < 2 GiB)
+  bool live = false;               // the tile exists and its expert is loaded
+};
+
+template <StaticFormat F, bool kDown>
+__device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams& p, int unit,
+                                                         int warp, int lane) {
+  const StaticTask task = p.tasks[unit / p.ngroups];
+  const int tile = static_cast<int>(unit % p.ngroups) * kStaticWarps + warp;
+  const StaticExpertPtrs e = p.experts[task.group];
+  const uint8_t* base = kDown ? e.w2 : e.w13;
+  StaticTileRef r;
+  r.live = base != nullptr && tile < p.tiles;
+  if (r.live) {
+    constexpr int kBlk = static_kblock_code_bytes(F);
+    const int64_t first = static_code_block_offset(F, p.tiles, p.kblocks, tile, 0);
+    r.codes = base + first + lane * 16;
+    r.kb_stride = static_cast<int32_t>(static_group_tiles(p.tiles, tile / kStaticWarps) * kBlk);
+    r.scales = static_cast<int32_t>(p.code_bytes + tile * p.tile_scale_bytes - first - lane * 16);
+  }
+  return r;
+}
+
+template <StaticFormat F>
+__device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoads],
+                                             typename StaticLoader<F>::Scale& sc,
+                                             const StaticTileRef& ref, int kb, int g, int t) {
+  using L = StaticLoader<F>;
+#pragma unroll
+  for (int q = 0; q < L::kLoads; ++q) raw[q] = ldg_stream(ref.codes + kb * ref.kb_stride + q * 512);
+  sc = L::load_scale(ref.codes + ref.scales, kb, g, t);
+}
+
+// acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles.
+// bk: the window's k-block (byte 16t of lane t); row_off: the lane's row g; tile_stride: 8 rows;
+// last_off: the task's last row. Rows past the task read the last row again instead of testing:
+// a B column only feeds the output column of its token, which is never stored.
+// xs: fp8_block128's activation scales of the k-block's chunk, from token 2t on.
+template <StaticFormat F>
+__device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoader<F>::kLoads],
+                                                  const typename StaticLoader<F>::Scale& sc,
+                                                  const uint8_t* bk, int row_off, int tile_stride,
+                                                  int last_off, const float* xs, int nts,
+                                                  float (&acc)[4][4]) {
+  using L = StaticLoader<F>;
+  uint32_t a[4][4];
+  L::frags(raw, sc, a);
+  float rs[2][2];  // promotion scales [row g / g+8][half]
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) rs[r][h] = L::row_scale(sc, r, h);
+#pragma unroll
+  for (int nt = 0; nt < 4; ++nt) {
+    if (nt >= nts) break;
+    const uint8_t* b = bk + min(row_off + nt * tile_stride, last_off);
+    const uint4 b0 = lds128(b), b1 = lds128(b + 64);
+    if constexpr (L::kPromote == 0) {
+      mma16<L::kF16>(acc[nt], a[0], b0.x, b0.y);
+      mma16<L::kF16>(acc[nt], a[1], b0.z, b0.w);
+      mma16<L::kF16>(acc[nt], a[2], b1.x, b1.y);
+      mma16<L::kF16>(acc[nt], a[3], b1.z, b1.w);
+    } else {
+      float2 x = make_float2(1.0f, 1.0f);
+      if constexpr (L::kActScales) x = *reinterpret_cast<const float2*>(xs + nt * 8);
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      mma16<L::kF16>(d, a[0], b0.x, b0.y);
+      mma16<L::kF16>(d, a[1], b0.z, b0.w);
+      if constexpr (L::kPromote == 2) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          acc[nt][i] = fmaf(d[i], rs[i >> 1][0], acc[nt][i]);
+          d[i] = 0.0f;
+        }
+      }
+      mma16<L::kF16>(d, a[2], b1.x, b1.y);
+      mma16<L::kF16>(d, a[3], b1.z, b1.w);
+      constexpr int h = L::kPromote - 1;
+      if constexpr (L::kActScales) {
+        acc[nt][0] = fmaf(d[0], rs[0][h] * x.x, acc[nt][0]);
+        acc[nt][1] = fmaf(d[1], rs[0][h] * x.y, acc[nt][1]);
+        acc[nt][2] = fmaf(d[2], rs[1][h] * x.x, acc[nt][2]);
+        acc[nt][3] = fmaf(d[3], rs[1][h] * x.y, acc[nt][3]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = fmaf(d[i], rs[i >> 1][h], acc[nt][i]);
+      }
+    }
+  }
+}
+
+// The fp8_per_tensor scale of this GEMM's activations from the previous kernel's maxima.
+__device__ __forceinline__ float static_act_scale(const StaticGemmParams& p, uint32_t* red) {
+  uint32_t m = 0;
+  for (int i = threadIdx.x; i < p.amax_in_count; i += blockDim.x) m = max(m, p.amax_in[i]);
+  return fp8_scale_of_amax_bits(cta_max_u32(m, red));
+}
+
+template <StaticFormat F, bool kDown>
+__global__ void __launch_bounds__(kStaticThreads, 2)
+    static_gemm_kernel(const __grid_constant__ StaticGemmParams p) {
+  using L = StaticLoader<F>;
+  constexpr int D = L::kDepth;
+  constexpr bool kPerTensor = F == StaticFormat::kFP8PerTensor;
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint8_t* sB = smem;
+  float* sXs = reinterpret_cast<float*>(smem + kStaticWindowBytes);
+  __shared__ uint32_t red[32];
+  __shared__ int last_flag;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int grid = gridDim.x, cta = blockIdx.x;
+  if constexpr (!kDown) {
+    pdl_wait();  // the task list comes from the planner
+    pdl_trigger();
+  }
+  // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
+  const int ntasks = *p.num_tasks;
+  const int kblocks = p.kblocks;
+  // Steps and units fit 32 bits (validate_static_desc bounds them).
+  const int total = ntasks * p.ngroups * kblocks;
+  const int s_begin = total ? static_cast<int>(static_cta_begin(cta, total, grid)) : 0;
+  const int s_end = total ? static_cast<int>(static_cta_begin(cta + 1, total, grid)) : 0;
+  const int u_first = s_begin / kblocks;
+  const int u_last = s_end > s_begin ? (s_end - 1) / kblocks : u_first - 1;
+  const int first_kb0 = static_cast<int>(s_begin - u_first * kblocks);
+  const int last_kb1 = static_cast<int>(s_end - u_last * kblocks);
+
+  uint4 ring[D][L::kLoads];
+  typename L::Scale sring[D];
+  StaticTileRef ref;
+  if (u_first <= u_last) {  // prologue: the first batch of loads, before the dependency wait
+    ref = static_tile_ref<F, kDown>(p, u_first, warp, lane);
+    const int kb1 = u_first == u_last ? last_kb1 : kblocks;
+#pragma unroll
+    for (int j = 0; j < D; ++j)
+      if (ref.live && first_kb0 + j < kb1)
+        static_issue<F>(ring[j], sring[j], ref, first_kb0 + j, g, t);
+  }
+  if constexpr (kDown) {
+    pdl_wait();  // h and its maxima come from GEMM1
+    pdl_trigger();
+  }
+  const float act_scale = kPerTensor ? static_act_scale(p, red) : 1.0f;
+
+  if (kDown && total == 0 && p.out != nullptr) {  // nothing routed here: the output is zero
+    for (int64_t i = cta * kStaticThreads + threadIdx.x; i < p.tokens * p.n;
+         i += static_cast<int64_t>(grid) * kStaticThreads)
+      p.out[i] = 0;
+  }
+
+  uint32_t amax = 0;
+  for (int u = u_first; u <= u_last; ++u) {
+    const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
+    const StaticTask task = p.tasks[u / p.ngroups];
+    const int tile = static_cast<int>(u % p.ngroups) * kStaticWarps + warp;
+    const int nts = (task.rows + 7) / 8;
+    const bool live = ref.live;
+    const int win = static_window_kblocks(task.rows, kblocks);
+    const int row_stride = static_row_stride(win);
+    const uint8_t* bk = sB + 16 * t;
+    const int row_off = g * row_stride, last_off = (task.rows - 1) * row_stride;
+    int w0 = kb0 & ~1, w1 = w0 + win;
+    __syncthreads();  // the previous unit's readers are done with the window
+    static_stage_window<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
+    __syncthreads();
+
+    float acc[4][4];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+
+    for (int kb = kb0; kb < kb1; kb += D) {
+      // The batch after this one: the same unit, or the first of the next.
+      int nu = u;
+      int nkb = kb + D, nkb1 = kb1;
+      if (nkb >= kb1) {
+        nu = u + 1;
+        nkb = 0;
+        nkb1 = nu == u_last ? last_kb1 : kblocks;
+      }
+      const StaticTileRef nref =
+          nu == u ? ref
+                  : (nu <= u_last ? static_tile_ref<F, kDown>(p, nu, warp, lane) : StaticTileRef{});
+      if (kb + D > w1 && w1 < kb1) {  // the batch leaves the staged window: slide it
+        __syncthreads();
+        w0 = kb & ~1;
+        w1 = w0 + win;
+        static_stage_window<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
+        __syncthreads();
+      }
+#pragma unroll
+      for (int j = 0; j < D; ++j) {
+        if (live && kb + j < kb1) {
+          const int kbl = kb + j - w0;
+          static_mma_kblock<F>(ring[j], sring[j], bk + kbl * 128, row_off, 8 * row_stride, last_off,
+                               sXs + (kbl / 2) * 32 + 2 * t, nts, acc);
+        }
+        if (nref.live && nkb + j < nkb1) static_issue<F>(ring[j], sring[j], nref, nkb + j, g, t);
+      }
+      ref = nref;
+    }
+
+    // Finish the unit: here if this CTA computed all of it, else by the last of its CTAs.
+    bool finish = kb0 == 0 && kb1 == kblocks;
+    if (!finish) {
+      const int slot = u == u_first ? 0 : 1;
+      float4* mine = reinterpret_cast<float4*>(p.partials) +
+                     ((static_cast<int64_t>(cta) * 2 + slot) * kStaticWarps + warp) * 4 * 32 + lane;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
+      __threadfence();
+      __syncthreads();
+      const StaticSegment seg = static_segment(u, cta, kblocks, total, grid);
+      if (threadIdx.x == 0)
+        last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, total, grid) - 1;
+      __syncthreads();
+      finish = last_flag;
+      if (finish) {
+        __threadfence();
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+        for (int c = seg.first_cta; c <= seg.last_cta; ++c) {  // in k order: deterministic
+          if (!static_cta_has_steps(c, total, grid)) continue;
+          const int cs = static_partial_slot(u, c, kblocks, total, grid);
+          const float4* part = reinterpret_cast<const float4*>(p.partials) +
+                               ((static_cast<int64_t>(c) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
+                               lane;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt)
+            if (nt < nts) {
+              const float4 v = __ldcg(part + nt * 32);
+              acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
+            }
+        }
+        if (threadIdx.x == 0) p.unit_counters[u] = 0;  // ready for the next launch
+      }
+    }
+    if (finish && tile < p.tiles) {
+      const StaticExpertPtrs e = p.experts[task.group];
+      if constexpr (kDown) {
+        static_gemm2_epilogue(p, task, tile, acc, e.w2_alpha * act_scale);
+      } else {
+        amax = max(amax, static_gemm1_epilogue(p, task, tile, acc, e.w13_alpha * act_scale));
+      }
+    }
+    if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
+      __threadfence();
+      __syncthreads();
+      const int cg = static_cast<int>(u % p.ngroups);
+      if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == ntasks - 1;
+      __syncthreads();
+      if (last_flag) {
+        __threadfence();
+        static_combine_columns(p, cg);
+        if (threadIdx.x == 0) p.column_counters[cg] = 0;
+      }
+    }
+  }
+  if (!kDown && p.amax_out != nullptr) {
+    amax = cta_max_u32(amax, red);
+    if (threadIdx.x == 0) p.amax_out[cta] = amax;
+  }
+}
+
+}  // namespace servekit::cuda::static_moe

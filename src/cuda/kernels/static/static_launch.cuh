@@ -1,0 +1,82 @@
+// Host side of one format's static GEMM kernels: grid from the device (SM count x resident
+// CTAs), shared-memory opt-in, and the PDL launch. Included by the per-format instantiation
+// files (static_moe_<format>.cu), so each compiles one format's two kernels.
+#pragma once
+
+#include <atomic>
+
+#include <cuda_runtime.h>
+
+#include "cuda/kernels/static/static_gemm.cuh"
+#include "cuda/kernels/static/static_launch.h"
+#include "cuda/runtime.h"
+#include "servekit/error.h"
+
+namespace servekit::cuda::static_moe {
+
+// CTAs of kernel resident per SM with smem_bytes of dynamic shared memory (opting in first).
+template <typename Kernel>
+int static_ctas_per_sm(Kernel kernel, int smem_bytes) {
+  SERVEKIT_CUDA_CHECK(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
+  int n = 0;
+  SERVEKIT_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kStaticThreads, smem_bytes));
+  SERVEKIT_CHECK(n >= 1, "static moe: the GEMM kernel does not fit on an SM with ", smem_bytes,
+                 " bytes of shared memory");
+  return n;
+}
+
+inline int static_sm_count() {
+  int dev = 0, sms = 0;
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
+  SERVEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+constexpr int kStaticMaxDevices = 64;
+
+// GEMM grid of format F (both kernels): one wave of resident CTAs, at most
+// kStaticMaxCtasPerSm per SM. Cached per device (the queries cost microseconds per call); the
+// shared memory size is the constant kStaticSmemBytes, so the opt-in made on the first call holds.
+template <StaticFormat F>
+int static_grid() {
+  constexpr int smem_bytes = kStaticSmemBytes;
+  static std::atomic<int> cache[kStaticMaxDevices] = {};
+  int dev = 0;
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev < kStaticMaxDevices && cache[dev].load() > 0) return cache[dev].load();
+  const int a = static_ctas_per_sm(static_gemm_kernel<F, false>, smem_bytes);
+  const int b = static_ctas_per_sm(static_gemm_kernel<F, true>, smem_bytes);
+  int per_sm = a < b ? a : b;
+  per_sm = per_sm < kStaticMaxCtasPerSm ? per_sm : kStaticMaxCtasPerSm;
+  const int grid = static_sm_count() * per_sm;
+  if (dev < kStaticMaxDevices) cache[dev].store(grid);
+  return grid;
+}
+
+template <typename Kernel>
+void static_launch_one(Kernel kernel, int grid, int smem, bool pdl, cudaStream_t stream,
+                       const StaticGemmParams& p) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.blockDim = dim3(kStaticThreads);
+  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
+}
+
+template <StaticFormat F>
+void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
+  const int grid = static_grid<F>();
+  l.gemm2.amax_in_count = grid;
+  static_launch_one(static_gemm_kernel<F, false>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm1);
+  static_launch_one(static_gemm_kernel<F, true>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm2);
+}
+
+}  // namespace servekit::cuda::static_moe

@@ -1,0 +1,79 @@
+// Parameters of the static MoE kernels: plain structs of device pointers, built by the host
+// launcher (static_moe.cu). Pure C++.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/static/static_tasks.h"
+
+namespace servekit::cuda::static_moe {
+
+// One plan group's weights, in device memory (the table is [G] entries).
+struct StaticExpertPtrs {
+  const uint8_t* w13 = nullptr;  // W13 in the static layout (codes then scales); null = zeros
+  const uint8_t* w2 = nullptr;   // W2 likewise
+  float w13_alpha = 1.0f;        // StaticPackedMatrix::alpha of each
+  float w2_alpha = 1.0f;
+};
+
+enum class StaticAct : int32_t { kSwiGLU, kGeGLU, kSwiGLUOAI, kReLU2 };
+
+// Planner: tasks from the plan's group offsets, and the input amax for fp8_per_tensor.
+struct StaticPlanParams {
+  const int32_t* group_offsets = nullptr;  // [G + 1]
+  int num_groups = 0;
+  StaticTask* tasks = nullptr;  // [capacity]
+  int32_t* num_tasks = nullptr;
+  int task_capacity = 0;
+  const uint16_t* x = nullptr;     // [T, H] bf16, read only when amax_slots is set
+  int64_t x_elems = 0;             // T * H
+  uint32_t* amax_slots = nullptr;  // [gridDim.x] |x| bit maxima, or null
+};
+
+// One GEMM of the static path. GEMM1 (gate/up, kDown = false):
+//   h[row, :I] = act(alpha * (xq[row_token[row]] . W13^T) + b13)          (fp32)
+// GEMM2 (down, kDown = true):
+//   y[row, :H] = alpha * (hq[row] . W2^T)   -> bf16 y, or fp32 then the fused combine
+// where xq / hq are the activations quantized as quant.h says for the format.
+struct StaticGemmParams {
+  // work
+  const StaticTask* tasks = nullptr;
+  const int32_t* num_tasks = nullptr;
+  const StaticExpertPtrs* experts = nullptr;  // [G]
+  int64_t n = 0, k = 0;                       // this GEMM's weight matrix [N, K]
+  int tiles = 0, kblocks = 0, ngroups = 0;
+  int64_t tile_scale_bytes = 0, code_bytes = 0;
+  bool gated = false;  // GEMM1 of a gated activation
+
+  // activations (the B operand): GEMM1 gathers bf16 x rows, GEMM2 reads fp32 h rows
+  const uint16_t* x = nullptr;         // [T, K] bf16
+  const int32_t* row_token = nullptr;  // [rows] (GEMM1)
+  const float* h = nullptr;            // [rows, K] fp32 (GEMM2)
+  const uint32_t* amax_in = nullptr;   // fp8_per_tensor: |src| maxima of the previous kernel
+  int amax_in_count = 0;
+
+  // GEMM1 epilogue
+  float* h_out = nullptr;           // [rows, I] fp32
+  const float* w13_bias = nullptr;  // [G, R] or null
+  StaticAct act = StaticAct::kSwiGLU;
+  int64_t inter = 0;             // I
+  uint32_t* amax_out = nullptr;  // fp8_per_tensor: |h| maxima, one per CTA
+
+  // GEMM2 epilogue: y (bf16, for launch_combine) or the fused combine into out
+  uint16_t* y = nullptr;                    // [rows, H] bf16
+  float* y32 = nullptr;                     // [rows, H] fp32 (fused)
+  uint16_t* out = nullptr;                  // [T, H] bf16 (fused)
+  const int32_t* token_slot_row = nullptr;  // [T, K + S]
+  const int32_t* row_group = nullptr;       // [rows]
+  const float* topk_weights = nullptr;      // [T, K]
+  const float* w2_bias = nullptr;           // [G, H] or null
+  int64_t tokens = 0;
+  int top_k = 0, num_shared = 0;
+  int32_t* column_counters = nullptr;  // [ngroups], zero between launches
+
+  // stream-K fix-up
+  float* partials = nullptr;         // [grid][2][kStaticWarps][4][32] float4
+  int32_t* unit_counters = nullptr;  // [units], zero between launches
+};
+
+}  // namespace servekit::cuda::static_moe

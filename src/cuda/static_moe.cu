@@ -1,0 +1,280 @@
+// Host launcher of the static MoE path: validation, workspace carve-up, the planner launch and
+// the per-format dispatch of the two GEMM kernels.
+#include "cuda/static_moe.h"
+
+#include <algorithm>
+#include <string>
+
+#include "cuda/kernels/static/static_launch.h"
+#include "cuda/kernels/static/static_planner.cuh"
+#include "cuda/runtime.h"
+#include "cuda/static_pack.h"
+#include "servekit/error.h"
+#include "tune/moe_path.h"
+
+namespace servekit::cuda {
+namespace sm = static_moe;
+using sm::StaticFormat;
+
+namespace {
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) {
+  return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+int64_t w13_rows(const StaticMoEDesc& d) {
+  return activation_is_gated(d.activation) ? 2 * d.intermediate : d.intermediate;
+}
+int64_t unit_groups(int64_t rows) {
+  return (rows / sm::kStaticTileRows + sm::kStaticWarps - 1) / sm::kStaticWarps;
+}
+int64_t rows_capacity(const StaticMoEDesc& d) {
+  return plan_capacity_rows(d.max_tokens, d.top_k, d.num_shared);
+}
+
+int sm_count() {
+  int dev = 0, sms = 0;
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
+  SERVEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+// The workspace's regions; with base == nullptr only the sizes are computed.
+struct Workspace {
+  sm::StaticTask* tasks = nullptr;
+  int32_t* num_tasks = nullptr;
+  uint32_t* x_amax = nullptr;   // [sms]     planner CTAs' |x| maxima
+  uint32_t* h_amax = nullptr;   // [grid]    GEMM1 CTAs' |h| maxima
+  float* h = nullptr;           // [rows, I] GEMM1 output
+  float* y32 = nullptr;         // [rows, H] GEMM2 output for the fused combine
+  float* partials = nullptr;    // [grid][2][8 warps][4][32] float4
+  int32_t* counters = nullptr;  // unit counters, then column counters
+  size_t unit_counters = 0, column_counters = 0;
+  size_t counters_offset = 0, bytes = 0;
+};
+
+Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
+  Workspace w;
+  const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+  const int64_t rows = rows_capacity(d);
+  const int64_t grid = static_cast<int64_t>(sms) * sm::kStaticMaxCtasPerSm;
+  w.unit_counters =
+      static_cast<size_t>(tasks * std::max(unit_groups(w13_rows(d)), unit_groups(d.hidden)));
+  w.column_counters = static_cast<size_t>(unit_groups(d.hidden));
+  size_t off = 0;
+  auto take = [&](size_t bytes) {
+    uint8_t* p = base ? base + off : nullptr;
+    off += align_up(bytes);
+    return p;
+  };
+  w.tasks = reinterpret_cast<sm::StaticTask*>(take(sizeof(sm::StaticTask) * tasks));
+  w.num_tasks = reinterpret_cast<int32_t*>(take(sizeof(int32_t)));
+  w.x_amax = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * sms));
+  w.h_amax = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * grid));
+  w.h = reinterpret_cast<float*>(take(sizeof(float) * rows * d.intermediate));
+  w.y32 = reinterpret_cast<float*>(take(sizeof(float) * rows * d.hidden));
+  w.partials =
+      reinterpret_cast<float*>(take(sizeof(float) * 4 * grid * 2 * sm::kStaticWarps * 4 * 32));
+  w.counters_offset = off;
+  w.counters =
+      reinterpret_cast<int32_t*>(take(sizeof(int32_t) * (w.unit_counters + w.column_counters)));
+  w.bytes = off;
+  return w;
+}
+
+sm::StaticAct static_act(Activation a) {
+  switch (a) {
+    case Activation::kSwiGLU:
+      return sm::StaticAct::kSwiGLU;
+    case Activation::kGeGLU:
+      return sm::StaticAct::kGeGLU;
+    case Activation::kSwiGLUOAI:
+      return sm::StaticAct::kSwiGLUOAI;
+    case Activation::kReLU2:
+      return sm::StaticAct::kReLU2;
+  }
+  SERVEKIT_FAIL("static moe: unknown activation ", static_cast<int>(a));
+}
+
+template <typename Fn>
+void dispatch(StaticFormat f, Fn&& fn) {
+  switch (f) {
+    case StaticFormat::kBF16:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kBF16>{});
+    case StaticFormat::kFP8PerTensor:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kFP8PerTensor>{});
+    case StaticFormat::kFP8Block128:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kFP8Block128>{});
+    case StaticFormat::kMXFP4:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kMXFP4>{});
+    case StaticFormat::kNVFP4:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kNVFP4>{});
+    case StaticFormat::kInt4G32:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kInt4G32>{});
+    case StaticFormat::kInt4G64:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kInt4G64>{});
+    case StaticFormat::kInt4G128:
+      return fn(std::integral_constant<StaticFormat, StaticFormat::kInt4G128>{});
+  }
+  SERVEKIT_FAIL("static moe: unknown format ", static_cast<int>(f));
+}
+
+// GEMM params common to both kernels; the matrix-specific fields from its geometry.
+sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
+                                 const sm::StaticMatrixGeometry& geo) {
+  sm::StaticGemmParams p;
+  p.tasks = w.tasks;
+  p.num_tasks = w.num_tasks;
+  p.experts = a.experts;
+  p.n = geo.rows;
+  p.k = geo.cols;
+  p.tiles = static_cast<int>(geo.tiles);
+  p.kblocks = static_cast<int>(geo.kblocks);
+  p.ngroups = static_cast<int>(unit_groups(geo.rows));
+  p.tile_scale_bytes = geo.scale_bytes / geo.tiles;
+  p.code_bytes = geo.code_bytes;
+  p.gated = geo.gated;
+  p.partials = w.partials;
+  p.unit_counters = w.counters;
+  return p;
+}
+
+}  // namespace
+
+void validate_static_desc(const StaticMoEDesc& d) {
+  static_format(d.quant);  // throws for an unsupported method
+  std::string why;
+  SERVEKIT_CHECK(tune::static_path_supports(d.quant, d.hidden, d.intermediate, &why),
+                 "static moe: ", why);
+  SERVEKIT_CHECK(d.num_groups >= 1, "static moe: num_groups=", d.num_groups, " must be >= 1");
+  SERVEKIT_CHECK(d.num_shared >= 0 && d.num_shared <= d.num_groups,
+                 "static moe: num_shared=", d.num_shared,
+                 " must be in [0, num_groups=", d.num_groups, "]");
+  SERVEKIT_CHECK(d.top_k >= 0 && d.top_k <= kMaxTopK, "static moe: top_k=", d.top_k,
+                 " must be in [0, ", kMaxTopK, "]");
+  SERVEKIT_CHECK(d.max_tokens >= 1, "static moe: max_tokens=", d.max_tokens, " must be >= 1");
+  const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+  // The kernels index steps (tasks x column groups x k-blocks) and matrix bytes in 32 bits.
+  const int64_t groups = std::max(unit_groups(w13_rows(d)), unit_groups(d.hidden));
+  const int64_t kblocks = std::max(d.hidden, d.intermediate) / 64;
+  const StaticFormat f = static_format(d.quant);
+  const int64_t matrix_bytes =
+      std::max(sm::static_geometry(f, w13_rows(d), d.hidden, false).code_bytes * 2,
+               sm::static_geometry(f, d.hidden, d.intermediate, false).code_bytes * 2);
+  SERVEKIT_CHECK(
+      rows_capacity(d) < (int64_t{1} << 31) && tasks * groups * kblocks < (int64_t{1} << 31),
+      "static moe: max_tokens=", d.max_tokens, " gives more than 2^31 rows or steps");
+  SERVEKIT_CHECK(matrix_bytes < (int64_t{1} << 31), "static moe: hidden_size=", d.hidden,
+                 ", intermediate_size=", d.intermediate, " give weight matrices over 1 GiB");
+}
+
+size_t static_workspace_bytes(const StaticMoEDesc& d) {
+  validate_static_desc(d);
+  return carve(d, nullptr, sm_count()).bytes;
+}
+
+void static_workspace_init(const StaticMoEDesc& d, void* workspace, cudaStream_t stream) {
+  validate_static_desc(d);
+  SERVEKIT_CHECK(workspace != nullptr, "static moe: workspace is null");
+  const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sm_count());
+  SERVEKIT_CUDA_CHECK(cudaMemsetAsync(
+      w.counters, 0, sizeof(int32_t) * (w.unit_counters + w.column_counters), stream));
+}
+
+int static_gemm_grid(const StaticMoEDesc& d) {
+  validate_static_desc(d);
+  int grid = 0;
+  dispatch(static_format(d.quant), [&](auto f) { grid = sm::static_grid<decltype(f)::value>(); });
+  return grid;
+}
+
+void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStream_t stream) {
+  validate_static_desc(d);
+  SERVEKIT_CHECK(a.tokens >= 1 && a.tokens <= d.max_tokens, "static moe: tokens=", a.tokens,
+                 " must be in [1, max_tokens=", d.max_tokens, "]");
+  SERVEKIT_CHECK(a.experts && a.hidden && a.workspace,
+                 "static moe: experts, hidden and "
+                 "workspace must be device pointers (got experts=",
+                 a.experts, ", hidden=", a.hidden, ", workspace=", a.workspace, ")");
+  auto aligned16 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  SERVEKIT_CHECK(aligned16(a.hidden) && aligned16(a.out) && aligned16(a.w2_bias),
+                 "static moe: hidden, out and w2_bias must be 16-byte aligned (got hidden=",
+                 a.hidden, ", out=", a.out, ", w2_bias=", a.w2_bias, ")");
+  SERVEKIT_CHECK((a.out == nullptr) != (a.y == nullptr),
+                 "static moe: give exactly one of out (fused combine) and y (for launch_combine)");
+  SERVEKIT_CHECK(a.plan.group_offsets && a.plan.row_token && a.plan.num_groups == d.num_groups,
+                 "static moe: plan must have group_offsets, row_token and num_groups=",
+                 d.num_groups, " (got ", a.plan.num_groups, ")");
+  SERVEKIT_CHECK(
+      !a.out || (a.plan.token_slot_row && a.plan.row_group && (a.topk_weights || d.top_k == 0)),
+      "static moe: the fused combine needs plan.token_slot_row, plan.row_group and "
+      "topk_weights");
+  const StaticFormat f = static_format(d.quant);
+  const int sms = sm_count();
+  const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
+  const bool per_tensor = f == StaticFormat::kFP8PerTensor;
+
+  // Planner: one CTA for the tasks; for fp8_per_tensor as many as the input needs for its amax.
+  sm::StaticPlanParams pp;
+  pp.group_offsets = a.plan.group_offsets;
+  pp.num_groups = d.num_groups;
+  pp.tasks = w.tasks;
+  pp.num_tasks = w.num_tasks;
+  pp.task_capacity =
+      static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+  const int64_t x_elems = a.tokens * d.hidden;
+  int plan_grid = 1;
+  if (per_tensor) {
+    pp.x = static_cast<const uint16_t*>(a.hidden);
+    pp.x_elems = x_elems;
+    pp.amax_slots = w.x_amax;
+    plan_grid = static_cast<int>(std::clamp<int64_t>(x_elems / (16 * 1024), 1, sms));
+  }
+  {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(static_cast<unsigned>(plan_grid));
+    cfg.blockDim = dim3(sm::kStaticPlanThreads);
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = a.pdl ? 1 : 0;
+    SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sm::static_plan_kernel, pp));
+  }
+
+  const sm::StaticMatrixGeometry g13 =
+      sm::static_geometry(f, w13_rows(d), d.hidden, activation_is_gated(d.activation));
+  const sm::StaticMatrixGeometry g2 = sm::static_geometry(f, d.hidden, d.intermediate, false);
+  sm::StaticLaunch l;
+  l.pdl = a.pdl;
+  l.gemm1 = gemm_params(w, a, g13);
+  l.gemm1.x = static_cast<const uint16_t*>(a.hidden);
+  l.gemm1.row_token = a.plan.row_token;
+  l.gemm1.amax_in = per_tensor ? w.x_amax : nullptr;
+  l.gemm1.amax_in_count = plan_grid;
+  l.gemm1.h_out = w.h;
+  l.gemm1.w13_bias = a.w13_bias;
+  l.gemm1.act = static_act(d.activation);
+  l.gemm1.inter = d.intermediate;
+  l.gemm1.amax_out = per_tensor ? w.h_amax : nullptr;
+
+  l.gemm2 = gemm_params(w, a, g2);
+  l.gemm2.h = w.h;
+  l.gemm2.amax_in = per_tensor ? w.h_amax : nullptr;
+  l.gemm2.y = static_cast<uint16_t*>(a.y);
+  l.gemm2.out = static_cast<uint16_t*>(a.out);
+  l.gemm2.y32 = w.y32;
+  l.gemm2.token_slot_row = a.plan.token_slot_row;
+  l.gemm2.row_group = a.plan.row_group;
+  l.gemm2.topk_weights = a.topk_weights;
+  l.gemm2.w2_bias = a.w2_bias;
+  l.gemm2.tokens = a.tokens;
+  l.gemm2.top_k = d.top_k;
+  l.gemm2.num_shared = d.num_shared;
+  l.gemm2.column_counters = w.counters + w.unit_counters;
+  dispatch(f, [&](auto fc) { sm::static_launch_gemms<decltype(fc)::value>(l, stream); });
+}
+
+}  // namespace servekit::cuda

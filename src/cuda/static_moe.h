@@ -1,0 +1,71 @@
+// The static (small-batch, decode) MoE path of the CUDA backend: a planner and two
+// bandwidth-bound GEMMs (kernels/static/) that read each active expert's weights once per call.
+// Internal header.
+//
+// Call sequence (one stream, no host synchronisation, CUDA-graph safe):
+//   once:      pack_static_matrix() per expert (static_pack.h), copy the bytes to the device,
+//              fill a device StaticExpertPtrs table [G]; allocate static_workspace_bytes() and
+//              static_workspace_init() it.
+//   per call:  launch_route + launch_build_plan (moe_plan.h), then launch_static_moe(). With
+//              args.out set the combine is fused (out = the layer output); with args.y set instead,
+//              y is the permuted GEMM2 output and launch_combine() finishes the layer.
+// Determinism: no float atomics. A unit split between CTAs is summed in CTA order; the fused
+// combine sums slots 0..K-1 (weighted) then the shared slots, like launch_combine. Results depend
+// only on the inputs and the device's SM count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda/kernels/static/static_params.h"
+#include "cuda/moe_plan.h"
+#include "servekit/moe.h"
+
+namespace servekit::cuda {
+
+using static_moe::StaticExpertPtrs;
+
+// The layer shape the static path is built for.
+struct StaticMoEDesc {
+  QuantConfig quant;
+  Activation activation = Activation::kSwiGLU;
+  int64_t hidden = 0;        // H, a multiple of 64
+  int64_t intermediate = 0;  // I, a multiple of 64
+  int num_groups = 0;        // G = local routed experts + shared experts
+  int top_k = 0;             // K routed slots per token
+  int num_shared = 0;        // S
+  int64_t max_tokens = 0;    // capacity: the most tokens one call may take on this path
+};
+
+// Throws servekit::Error naming the field for an unsupported or invalid desc.
+void validate_static_desc(const StaticMoEDesc& d);
+
+// Bytes of device workspace for desc on the current device (it depends on the SM count).
+size_t static_workspace_bytes(const StaticMoEDesc& d);
+// Zeroes the workspace's counters; once after allocation (the kernels leave them zero).
+void static_workspace_init(const StaticMoEDesc& d, void* workspace, cudaStream_t stream);
+
+struct StaticMoEArgs {
+  const StaticExpertPtrs* experts = nullptr;  // device [G]
+  const float* w13_bias = nullptr;      // device [G, R] f32 (R = 2I gated, I for relu2) or null
+  const float* w2_bias = nullptr;       // device [G, H] f32 or null
+  const void* hidden = nullptr;         // device [T, H] bf16, contiguous
+  int64_t tokens = 0;                   // T, 1..max_tokens
+  PlanBuffers plan;                     // from launch_build_plan for these T tokens
+  const float* topk_weights = nullptr;  // device [T, K] f32 (fused combine)
+  void* out = nullptr;  // device [T, H] bf16: the layer output (fused combine), or null
+  void* y = nullptr;    // device [T * (K + S), H] bf16: permuted GEMM2 output, when out is null
+  void* workspace = nullptr;  // static_workspace_bytes(), initialised
+  bool pdl = true;            // programmatic dependent launch between the kernels
+};
+
+// Runs the planner and both GEMMs. Throws servekit::Error for a bad argument (null pointer,
+// tokens outside 1..max_tokens, neither or both of out / y).
+void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStream_t stream);
+
+// The grid of the GEMM kernels on the current device (CTAs resident at once).
+int static_gemm_grid(const StaticMoEDesc& d);
+
+}  // namespace servekit::cuda

@@ -1,0 +1,69 @@
+#include "tune/moe_path.h"
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "servekit/error.h"
+
+namespace servekit::tune {
+
+// Cutovers per (shape, format). Every entry below is a placeholder: the static path's design
+// point is decode, up to 256 routed rows (32 tokens at top-8), where it should stay bandwidth
+// bound; the real crossover with the dynamic path must be measured on the H200 with
+// `servekit bench` over tokens 1..512 for both paths and committed with its result file.
+const std::vector<MoECutover>& moe_cutover_table() {
+  static const std::vector<MoECutover> table = {
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false,
+       "not yet measured"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 256, false, "not yet measured"},
+      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false, "not yet measured"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 256, false, "not yet measured"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, false,
+       "not yet measured"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 256, false, "not yet measured"},
+      {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, false, "not yet measured"},
+      {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, false,
+       "not yet measured"},
+  };
+  return table;
+}
+
+bool static_path_supports(const QuantConfig& q, int64_t hidden, int64_t intermediate,
+                          std::string* why) {
+  auto no = [&](std::string reason) {
+    if (why) *why = std::move(reason);
+    return false;
+  };
+  if (q.method == QuantMethod::kMXFP4W4A8) return no("quant mxfp4_w4a8 has no static kernel");
+  if (hidden <= 0 || hidden % 64 != 0)
+    return no("hidden_size=" + std::to_string(hidden) + " is not a positive multiple of 64");
+  if (intermediate <= 0 || intermediate % 64 != 0)
+    return no("intermediate_size=" + std::to_string(intermediate) +
+              " is not a positive multiple of 64");
+  return true;
+}
+
+int64_t moe_cutover_rows(const MoEPathDesc& d) {
+  if (const char* env = std::getenv(kCutoverEnv); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const long long v = std::strtoll(env, &end, 10);
+    SERVEKIT_CHECK(errno == 0 && end != env && *end == '\0' && v >= 0, kCutoverEnv, "='", env,
+                   "' must be a non-negative integer number of routed rows");
+    return v;
+  }
+  for (const MoECutover& c : moe_cutover_table())
+    if (c.num_experts == d.num_experts && c.top_k == d.top_k && c.hidden == d.hidden &&
+        c.intermediate == d.intermediate && c.quant == d.quant.method)
+      return c.rows;
+  return kDefaultCutoverRows;
+}
+
+MoEPath choose_moe_path(const MoEPathDesc& d) {
+  SERVEKIT_CHECK(d.tokens >= 1, "choose_moe_path: tokens=", d.tokens, " must be >= 1");
+  SERVEKIT_CHECK(d.top_k >= 1, "choose_moe_path: top_k=", d.top_k, " must be >= 1");
+  if (!static_path_supports(d.quant, d.hidden, d.intermediate)) return MoEPath::kDynamic;
+  return d.tokens * d.top_k <= moe_cutover_rows(d) ? MoEPath::kStatic : MoEPath::kDynamic;
+}
+
+}  // namespace servekit::tune
