@@ -12,7 +12,7 @@
 # Environment:
 #   OUT              where results and logs go (default ./out): bench-<set>.json, bench-<set>.log,
 #                    build.log, tests.log, sanitizer.log, summary.txt
-#   BENCH_SET        quick (default) | issue3 | full | none
+#   BENCH_SET        quick (default) | issue3 | issue4 | full | none
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
@@ -136,12 +136,24 @@ case $BENCH_SET in
       --check-tokens 32
       --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
       --check-tokens 32) ;;
+  issue4)
+    # The static path's target rows (issue 4), both paths side by side so the cutover shows;
+    # small presets first so the budget cuts the expensive loads, never the reverse.
+    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing uniform --path both
+      --then --preset qwen3-235b-a22b --quant bf16,int4_w4a16 --tokens 1,8,32 --routing uniform
+      --path both --check-tokens 8
+      --then --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8,32 --routing uniform --path both
+      --check-tokens 8
+      --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32,128 --routing uniform,skewed
+      --path both --check-tokens 8
+      --then --preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path both
+      --check-tokens 8) ;;
   full)
     BENCH_ARGS=(--preset all --quant default,bf16,fp8_block128
       --tokens 1,8,32,128,512,2048,8192 --routing uniform,skewed --check-tokens 32) ;;
   none) BENCH_ARGS=() ;;
   *)
-    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, full or none)"
+    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, issue4, full or none)"
     BENCH_ARGS=()
     record bench bad-set 0 ;;
 esac

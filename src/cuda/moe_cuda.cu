@@ -1,6 +1,8 @@
-// CUDA MoE backend: the dynamic (large-batch) path on Hopper, which serves every batch size
-// until the static (small-batch) path lands. Per forward, all on the given stream, with no host
-// synchronisation and no allocation (CUDA-graph capturable):
+// CUDA MoE backend on Hopper: two kernel families behind one forward. Small batches (routed
+// rows tokens x top_k up to the tuned cutover, src/tune/moe_path.h) run the static path
+// (static_moe.h: each active expert's weights read once, fused combine); larger ones the dynamic
+// path below. Per forward, all on the given stream, with no host synchronisation and no
+// allocation (CUDA-graph capturable):
 //
 //   route (or precomputed ids) -> build_plan -> gather + quantize hidden rows into A1 [rows, H]
 //   -> grouped GEMM1 (A1 · W13ᵀ -> H1 [rows, R] bf16) -> bias + activation + quantize -> A2
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cuda/expert_layout.h"
@@ -24,8 +27,11 @@
 #include "cuda/moe_plan.h"
 #include "cuda/moe_quant.h"
 #include "cuda/runtime.h"
+#include "cuda/static_moe.h"
+#include "cuda/static_pack.h"
 #include "moe/backend.h"
 #include "servekit/error.h"
+#include "tune/moe_path.h"
 
 namespace servekit {
 namespace {
@@ -83,6 +89,9 @@ class CudaMoEBackend final : public MoEBackend {
   void forward(const MoEInputs& in, TensorView out, void* stream) override;
 
  private:
+  // Whether this call runs the static path (exec.path, else the tuned cutover).
+  bool use_static(int64_t tokens) const;
+  void load_static(int index, const PreparedExpert& e);
   void upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
                      const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
                      const DeviceBuffer& block_scales);
@@ -114,6 +123,13 @@ class CudaMoEBackend final : public MoEBackend {
   DeviceBuffer scalars_;                // act scales [2] f32, then amax scratch [2]
   cuda::PlanBuffers plan_;
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
+
+  // Static path (when the format has static kernels and exec.path allows it): its own weight
+  // layout (static_pack.h) for all G groups, a device table of per-group pointers, workspace.
+  bool static_ok_ = false;
+  cuda::StaticMoEDesc static_desc_;
+  size_t static_w13_bytes_ = 0, static_w2_bytes_ = 0;
+  DeviceBuffer static_w_, static_table_, static_ws_;
 };
 
 CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
@@ -131,11 +147,12 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   capacity_ = cuda::plan_capacity_rows(max_tokens_, top_k_, num_shared_);
   operand_ = cuda::gemm_operand(cfg.quant.method);
   act_ = cuda::act_format(cfg.quant.method);
-  // Only the dynamic path exists so far: kAuto runs it for every batch; an explicit request
-  // for the static path fails rather than being timed under the wrong name.
-  SERVEKIT_CHECK(cfg.exec.path != MoEPath::kStatic,
-                 "moe cuda: exec.path=static is not implemented on the CUDA backend yet; use "
-                 "auto or dynamic");
+  std::string why;
+  static_ok_ = cfg.exec.path != MoEPath::kDynamic &&
+               tune::static_path_supports(cfg.quant, hidden_, inter_, &why);
+  SERVEKIT_CHECK(static_ok_ || cfg.exec.path != MoEPath::kStatic,
+                 "moe cuda: exec.path=static is not available for quant ",
+                 quant_name(cfg.quant.method), ": ", why);
   SERVEKIT_CHECK(num_groups_ > 0,
                  "moe cuda: no local or shared experts (local_num_experts=", num_local_,
                  ", num_shared_experts=", num_shared_, ")");
@@ -195,6 +212,36 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   }
   scalars_ = DeviceBuffer(4 * sizeof(float));
 
+  if (static_ok_) {
+    // The static path is bandwidth-bound and planned for small batches: its capacity is the
+    // layer's, up to 1024 tokens (far above any measured cutover; exec.path=static beyond it
+    // is an error at forward).
+    static_desc_.quant = cfg.quant;
+    static_desc_.activation = cfg.activation;
+    static_desc_.hidden = hidden_;
+    static_desc_.intermediate = inter_;
+    static_desc_.num_groups = num_groups_;
+    static_desc_.top_k = top_k_;
+    static_desc_.num_shared = num_shared_;
+    static_desc_.max_tokens = std::min<int64_t>(max_tokens_, 1024);
+    cuda::validate_static_desc(static_desc_);
+    const auto f = cuda::static_format(cfg.quant);
+    const bool gated = activation_is_gated(cfg.activation);
+    const auto g13 = cuda::static_moe::static_geometry(f, w13_rows_, hidden_, gated);
+    const auto g2 = cuda::static_moe::static_geometry(f, hidden_, inter_, false);
+    static_w13_bytes_ = static_cast<size_t>(g13.code_bytes + g13.scale_bytes);
+    static_w2_bytes_ = static_cast<size_t>(g2.code_bytes + g2.scale_bytes);
+    // 256-byte aligned slices: the kernels issue 16-byte vector loads.
+    static_w13_bytes_ = (static_w13_bytes_ + 255) / 256 * 256;
+    static_w2_bytes_ = (static_w2_bytes_ + 255) / 256 * 256;
+    static_w_ = DeviceBuffer(g * (static_w13_bytes_ + static_w2_bytes_));
+    // Unloaded groups keep null pointers: the kernels read them as zeros.
+    static_table_ = DeviceBuffer(g * sizeof(cuda::StaticExpertPtrs));
+    static_ws_ = DeviceBuffer(cuda::static_workspace_bytes(static_desc_));
+    cuda::static_workspace_init(static_desc_, static_ws_.get(), nullptr);
+    SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+
   gemm1_ =
       cuda::GroupedGemm::create({operand_, num_groups_, w13_rows_, hidden_, capacity_}, device_);
   gemm2_ = cuda::GroupedGemm::create({operand_, num_groups_, hidden_, inter_, capacity_}, device_);
@@ -246,6 +293,44 @@ void CudaMoEBackend::load_expert(int index, std::shared_ptr<const PreparedExpert
   upload_matrix(expert->w2, index, hidden_, inter_, w2_, w2_scale_, w2_sfb_);
   upload_bias(expert->w13_bias, index, w13_rows_, b13_, has_b13_);
   upload_bias(expert->w2_bias, index, hidden_, b2_, has_b2_);
+  if (static_ok_) load_static(index, *expert);
+}
+
+void CudaMoEBackend::load_static(int index, const PreparedExpert& e) {
+  const cuda::StaticPackedMatrix p13 =
+      cuda::pack_static_matrix(e.w13, activation_is_gated(cfg_.activation));
+  const cuda::StaticPackedMatrix p2 = cuda::pack_static_matrix(e.w2, false);
+  SERVEKIT_CHECK(p13.bytes.size() <= static_w13_bytes_ && p2.bytes.size() <= static_w2_bytes_,
+                 "moe cuda: static layout of expert ", index, " is larger than planned");
+  uint8_t* base = static_w_.get<uint8_t>() +
+                  static_cast<size_t>(index) * (static_w13_bytes_ + static_w2_bytes_);
+  SERVEKIT_CUDA_CHECK(cudaMemcpy(base, p13.bytes.data(), p13.bytes.size(), cudaMemcpyHostToDevice));
+  SERVEKIT_CUDA_CHECK(cudaMemcpy(base + static_w13_bytes_, p2.bytes.data(), p2.bytes.size(),
+                                 cudaMemcpyHostToDevice));
+  cuda::StaticExpertPtrs ptrs;
+  ptrs.w13 = base;
+  ptrs.w2 = base + static_w13_bytes_;
+  ptrs.w13_alpha = p13.alpha;
+  ptrs.w2_alpha = p2.alpha;
+  SERVEKIT_CUDA_CHECK(cudaMemcpy(static_table_.get<cuda::StaticExpertPtrs>() + index, &ptrs,
+                                 sizeof(ptrs), cudaMemcpyHostToDevice));
+}
+
+bool CudaMoEBackend::use_static(int64_t tokens) const {
+  if (!static_ok_) return false;
+  if (cfg_.exec.path == MoEPath::kStatic) {
+    SERVEKIT_CHECK(tokens <= static_desc_.max_tokens, "moe cuda: exec.path=static takes at most ",
+                   static_desc_.max_tokens, " tokens per call, got ", tokens);
+    return true;
+  }
+  tune::MoEPathDesc d;
+  d.num_experts = cfg_.routing.num_experts;
+  d.top_k = top_k_;
+  d.hidden = hidden_;
+  d.intermediate = inter_;
+  d.quant = cfg_.quant;
+  d.tokens = tokens;
+  return tokens <= static_desc_.max_tokens && tune::choose_moe_path(d) == MoEPath::kStatic;
 }
 
 void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_ptr) {
@@ -266,6 +351,21 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   }
   cuda::launch_build_plan(ids, tokens, top_k_, cfg_.experts.local_expert_offset, num_local_,
                           num_shared_, plan_, stream);
+
+  if (use_static(tokens)) {
+    cuda::StaticMoEArgs a;
+    a.experts = static_table_.get<cuda::StaticExpertPtrs>();
+    a.w13_bias = has_b13_.load() ? b13_.get<float>() : nullptr;
+    a.w2_bias = has_b2_.load() ? b2_.get<float>() : nullptr;
+    a.hidden = in.hidden.data;
+    a.tokens = tokens;
+    a.plan = plan_;
+    a.topk_weights = weights;
+    a.out = out.data;  // fused combine
+    a.workspace = static_ws_.get();
+    cuda::launch_static_moe(static_desc_, a, stream);
+    return;
+  }
 
   auto* scalars = scalars_.get<float>();
   auto* amax = reinterpret_cast<unsigned*>(scalars + 2);
