@@ -79,9 +79,11 @@ else
       EXTRA+=(-DSERVEKIT_TESTS=OFF)
     fi
   fi
+  # Warnings are fatal in CI (g++ 12 here); the device has another g++ (13) whose extra
+  # false positives (-Wstringop-overflow in std::vector) must not cost a device call.
   # Leave ~150 s for the tests, the sanitizer and a first benchmark rows.
   if run_stage build "$(cap $(($(left) - 150)) 420)" "$OUT/build.log" \
-    env JOBS="$JOBS" BUILD_DIR="$BUILD_DIR" scripts/build.sh "${EXTRA[@]}"; then
+    env JOBS="$JOBS" BUILD_DIR="$BUILD_DIR" SERVEKIT_WERROR=OFF scripts/build.sh "${EXTRA[@]}"; then
     BUILD_OK=1
   else
     echo "build failed; last lines of build.log:"

@@ -1,0 +1,75 @@
+#include "cuda/expert_layout.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "servekit/error.h"
+#include "servekit/formats.h"
+
+namespace servekit::cuda {
+
+GemmOperand gemm_operand(QuantMethod m) {
+  switch (m) {
+    case QuantMethod::kFP8PerTensor:
+      return GemmOperand::kFP8PerTensor;
+    case QuantMethod::kFP8Block128:
+      return GemmOperand::kFP8Block128;
+    default:
+      return GemmOperand::kBF16;  // bf16 and the 4-bit formats (dequantized, interim)
+  }
+}
+
+GemmWeightHost to_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t cols) {
+  SERVEKIT_CHECK(m.rows == rows && m.cols == cols, "moe cuda: prepared matrix is [", m.rows, ", ",
+                 m.cols, "], expected [", rows, ", ", cols, "]");
+  const size_t n = static_cast<size_t>(rows * cols);
+  GemmWeightHost out;
+  switch (m.method) {
+    case QuantMethod::kBF16:
+      SERVEKIT_CHECK(m.codes.size() == 2 * n, "moe cuda: bf16 codes hold ", m.codes.size(),
+                     " bytes, expected ", 2 * n);
+      out.codes = m.codes;
+      return out;
+    case QuantMethod::kFP8PerTensor:
+      SERVEKIT_CHECK(m.codes.size() == n, "moe cuda: fp8 codes hold ", m.codes.size(),
+                     " bytes, expected ", n);
+      out.codes = m.codes;
+      out.tensor_scale = m.tensor_scale;
+      return out;
+    case QuantMethod::kFP8Block128: {
+      const int64_t nb = (rows + 127) / 128, kb = cols / 128;
+      SERVEKIT_CHECK(m.codes.size() == n && m.scales.size() == sizeof(float) * nb * kb,
+                     "moe cuda: fp8_block128 matrix has ", m.codes.size(), " code and ",
+                     m.scales.size(), " scale bytes, expected ", n, " and ",
+                     sizeof(float) * nb * kb);
+      out.codes = m.codes;
+      // quant.h stores [ceil(N/128), K/128] (K-major); the sm90 blockwise mainloop reads the
+      // weight scales N-major, [K/128, ceil(N/128)].
+      out.block_scales.resize(static_cast<size_t>(nb * kb));
+      for (int64_t i = 0; i < nb; ++i) {
+        for (int64_t j = 0; j < kb; ++j) {
+          std::memcpy(&out.block_scales[static_cast<size_t>(j * nb + i)],
+                      m.scales.data() + sizeof(float) * static_cast<size_t>(i * kb + j),
+                      sizeof(float));
+        }
+      }
+      return out;
+    }
+    default: {  // 4-bit: exact dequantization, rounded once to bf16 (interim path)
+      out.codes.resize(2 * n);
+      constexpr int64_t kRowsPerStep = 64;  // bounds the fp32 staging buffer
+      std::vector<float> buf(static_cast<size_t>(std::min(rows, kRowsPerStep) * cols));
+      for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerStep) {
+        const int64_t r1 = std::min(rows, r0 + kRowsPerStep);
+        dequantize_rows(m, r0, r1, buf.data());
+        for (int64_t i = 0; i < (r1 - r0) * cols; ++i) {
+          const uint16_t b = float_to_bf16(buf[static_cast<size_t>(i)]);
+          std::memcpy(&out.codes[2 * static_cast<size_t>(r0 * cols + i)], &b, 2);
+        }
+      }
+      return out;
+    }
+  }
+}
+
+}  // namespace servekit::cuda

@@ -1,0 +1,80 @@
+// Host launchers of the gather + quantize of the MoE GEMM1 input, and the activation-format
+// table.
+#include <algorithm>
+
+#include "cuda/kernels/quant/gather_rows.cuh"
+#include "cuda/moe_quant.h"
+#include "cuda/runtime.h"
+#include "servekit/error.h"
+
+namespace servekit::cuda {
+
+ActFormat act_format(QuantMethod m) {
+  switch (m) {
+    case QuantMethod::kFP8PerTensor:
+      return ActFormat::kFP8PerTensor;
+    case QuantMethod::kFP8Block128:
+      return ActFormat::kFP8Block128;
+    case QuantMethod::kMXFP4W4A8:
+      return ActFormat::kFP8Block128AsBF16;
+    default:
+      return ActFormat::kBF16;
+  }
+}
+
+size_t act_element_bytes(ActFormat f) {
+  return f == ActFormat::kFP8PerTensor || f == ActFormat::kFP8Block128 ? 1 : 2;
+}
+
+namespace quant {
+
+constexpr int kRowThreads = 256;
+
+// Persistent-style grid for row kernels: enough CTAs to fill the device, never more than rows.
+int row_grid(int64_t capacity) {
+  int device = 0, sms = 0;
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&device));
+  SERVEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(capacity, int64_t{sms} * 8)));
+}
+
+}  // namespace quant
+
+void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
+                            const PlanBuffers& plan, int64_t capacity, const ActBuffers& out,
+                            cudaStream_t stream) {
+  const int64_t block =
+      f == ActFormat::kFP8Block128 || f == ActFormat::kFP8Block128AsBF16 ? 128 : 8;
+  SERVEKIT_CHECK(cols > 0 && cols % block == 0, "gather: cols=", cols,
+                 " must be a positive multiple of ", block);
+  const int grid = quant::row_grid(capacity);
+  switch (f) {
+    case ActFormat::kBF16:
+      quant::gather_rows_kernel<ActFormat::kBF16>
+          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      break;
+    case ActFormat::kFP8PerTensor: {
+      SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.amax_bits, 0, sizeof(unsigned), stream));
+      const int64_t n8 = tokens * cols / quant::kChunk;
+      const int amax_grid = static_cast<int>(std::max<int64_t>(
+          1, std::min<int64_t>((n8 + quant::kRowThreads - 1) / quant::kRowThreads, grid)));
+      quant::hidden_amax_kernel<<<amax_grid, quant::kRowThreads, 0, stream>>>(hidden, n8,
+                                                                              out.amax_bits);
+      SERVEKIT_CUDA_CHECK(cudaGetLastError());
+      quant::gather_rows_kernel<ActFormat::kFP8PerTensor>
+          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      break;
+    }
+    case ActFormat::kFP8Block128:
+      quant::gather_rows_kernel<ActFormat::kFP8Block128>
+          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      break;
+    case ActFormat::kFP8Block128AsBF16:
+      quant::gather_rows_kernel<ActFormat::kFP8Block128AsBF16>
+          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      break;
+  }
+  SERVEKIT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace servekit::cuda

@@ -1,0 +1,129 @@
+// Tile configuration of the sm90 grouped GEMMs of the MoE dynamic path, as pure constexpr data
+// (Desc -> Config), so the choice can be printed and unit-tested on a machine without a GPU.
+// Plain C++17: no CUDA or CUTLASS includes. Internal header.
+//
+// Only the tile shapes that compiled_tile_config() returns are instantiated (one CUTLASS kernel
+// per operand format: each costs minutes and gigabytes to compile); choose_gemm_config() picks
+// the run-time knobs (raster order, swizzle) per problem. Adding a tile means one more
+// instantiation .cu file and a case here.
+#pragma once
+
+#include <cstdint>
+
+namespace servekit::cuda {
+
+// Operand format of a grouped GEMM; A (activations) and B (weights) share it.
+enum class GemmOperand : uint8_t {
+  kBF16,          // bf16 x bf16
+  kFP8PerTensor,  // e4m3 x e4m3, one fp32 alpha per group (act scale * weight scale)
+  kFP8Block128,   // e4m3 x e4m3, 1x128 activation scales, 128x128 weight scales (DeepSeek)
+};
+
+enum class GemmSchedule : uint8_t {
+  kCooperative,  // two consumer warp groups split one tile along M
+  kPingpong,     // two consumer warp groups alternate whole tiles (overlaps the epilogue)
+};
+
+// Order in which a persistent CTA walks the output tiles of a group.
+enum class GemmRaster : uint8_t {
+  kAlongM,  // consecutive tiles go down M: neighbouring CTAs share a weight (B) tile in L2
+  kAlongN,  // consecutive tiles go along N: neighbouring CTAs share an activation (A) tile
+};
+
+struct GemmTileConfig {
+  int tile_m = 0, tile_n = 0, tile_k = 0;  // CTA tile (elements)
+  int cluster_m = 1, cluster_n = 1;        // CTAs per cluster along M and N (TMA multicast)
+  GemmSchedule schedule = GemmSchedule::kCooperative;
+
+  constexpr bool operator==(const GemmTileConfig& o) const {
+    return tile_m == o.tile_m && tile_n == o.tile_n && tile_k == o.tile_k &&
+           cluster_m == o.cluster_m && cluster_n == o.cluster_n && schedule == o.schedule;
+  }
+};
+
+// One grouped GEMM: for each group g, D_g [M_g, N] = A_g [M_g, K] · B_gᵀ, B_g [N, K].
+struct GemmDesc {
+  GemmOperand operand = GemmOperand::kBF16;
+  int64_t n = 0, k = 0;
+  int num_groups = 0;
+  int64_t rows_per_group = 0;  // expected M_g (capacity rows / groups), for run-time knobs
+};
+
+struct GemmConfig {
+  GemmTileConfig tile;
+  GemmRaster raster = GemmRaster::kAlongM;
+  int max_swizzle = 1;  // CUTLASS tile-scheduler swizzle (1, 2, 4 or 8)
+};
+
+constexpr int gemm_operand_bytes(GemmOperand op) {
+  return op == GemmOperand::kBF16 ? 2 : 1;
+}
+
+// The one tile shape compiled per operand format. H200 facts behind the choices: wgmma peak
+// needs >= 128x128 per CTA (bf16 ~790, fp8 ~1430 TFLOP/s), each math warp group holds at most
+// ~128 fp32 accumulators per thread without spilling (232 registers after setmaxnreg), and the
+// L2 feeds ~6-8 TB/s, so bytes loaded per FLOP must stay low.
+constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
+  switch (op) {
+    case GemmOperand::kBF16:
+      // 128x256x64 cooperative: each warp group owns 64x256 (128 accumulators per thread), the
+      // most FLOP per loaded byte that fits; K=64 is one 128-byte swizzle row of bf16. Cluster
+      // 1x2 multicasts the A tile to two N-neighbours: MoE groups are short in M (a DeepSeek
+      // expert sees ~256 rows at 8192 tokens), so a cluster along M would round every group up
+      // to 256 rows, while N (2I or H) is always a multiple of 512 in the presets.
+      return {128, 256, 64, 1, 2, GemmSchedule::kCooperative};
+    case GemmOperand::kFP8PerTensor:
+      // Same geometry as bf16 with K=128 (128 bytes of e4m3 per swizzle row). Fast (single
+      // level) fp8 accumulation, as vLLM and TensorRT-LLM use for per-tensor W8A8: Hopper's fp8
+      // MMA keeps ~14 accumulator bits, ~0.5% relative at K ~ 3000 and up to ~2% at K = 4096
+      // worst case (DeepSeek-V3 report), below the e4m3 rounding noise of the operands. A
+      // promoting mainloop needs a second 128-register accumulator, which only fits a 128x128
+      // tile (as fp8_block128 does).
+      return {128, 256, 128, 1, 2, GemmSchedule::kCooperative};
+    case GemmOperand::kFP8Block128:
+      // The blockwise mainloop keeps a second fp32 accumulator for the per-128-K promotion, so
+      // a warp group can hold 64x128 (2 x 64 registers), not 64x256; tile K must equal the
+      // 128 scale block. Cluster 1x2 as above.
+      return {128, 128, 128, 1, 2, GemmSchedule::kCooperative};
+  }
+  return {};
+}
+
+// Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte
+// aligned rows, so K (row length of A and B) and N (row length of D, bf16) must be multiples of
+// these; fp8_block128 needs K to be a whole number of 128-scale blocks.
+constexpr int64_t gemm_k_multiple(GemmOperand op) {
+  return op == GemmOperand::kFP8Block128 ? 128 : 16 / gemm_operand_bytes(op);
+}
+constexpr int64_t gemm_n_multiple(GemmOperand) {
+  return 8;
+}  // bf16 output rows
+
+// Whether the instantiated kernel supports the shape (N, K > 0 and aligned as above).
+constexpr bool gemm_shape_supported(const GemmDesc& d) {
+  return d.n > 0 && d.k > 0 && d.num_groups > 0 && d.k % gemm_k_multiple(d.operand) == 0 &&
+         d.n % gemm_n_multiple(d.operand) == 0;
+}
+
+// Rows a group of m rows occupies once rounded up to whole tiles (and clusters) along M: the
+// padding the tile wastes. Used by the tests and by benchmarks to explain efficiency.
+constexpr int64_t gemm_padded_rows(const GemmTileConfig& t, int64_t m) {
+  const int64_t block = int64_t{t.tile_m} * t.cluster_m;
+  return (m + block - 1) / block * block;
+}
+
+constexpr GemmConfig choose_gemm_config(const GemmDesc& d) {
+  GemmConfig c;
+  c.tile = compiled_tile_config(d.operand);
+  // A group's weights (N x K) are far larger than its rows (M_g x K) whenever M_g < N, the MoE
+  // case: walking down M keeps one weight tile hot in L2 for every M tile of the group, so each
+  // weight byte comes from HBM once. Only groups much taller than wide (a shared expert at
+  // large batch with small N) favour reusing A instead.
+  c.raster = d.rows_per_group > 4 * d.n ? GemmRaster::kAlongN : GemmRaster::kAlongM;
+  // Groups are only a few tiles tall; a swizzle would round each group's tile count up to the
+  // swizzle width and waste CTAs, so keep the plain order.
+  c.max_swizzle = 1;
+  return c;
+}
+
+}  // namespace servekit::cuda

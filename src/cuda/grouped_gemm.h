@@ -1,0 +1,91 @@
+// Grouped GEMM on Hopper tensor cores for the MoE dynamic path. Internal header (host C++,
+// includes the CUDA runtime header but no CUTLASS).
+//
+//   for g in [0, G):  D[off[g]:off[g+1], :] = alpha_g * A[off[g]:off[g+1], :] · B[g]ᵀ
+//
+// with the group offsets read on the device: a run never synchronises with the host and
+// allocates nothing (CUDA-graph capturable). Shapes and layouts:
+//   A  [rows, K] row-major (K-major): bf16, or e4m3 for the fp8 operands
+//   B  [G, N, K] row-major per group (K-major, "y = x · Wᵀ"), same element type as A
+//   D  [rows, N] row-major bf16; rows outside [0, off[G]) are not written
+//   fp8_per_tensor: alpha_g = a_scale[0] * b_scale[g] (device fp32)
+//   fp8_block128:   value = code * scale per block; activation scales grouped MN-major
+//                   (a_block_scale_index), weight scales [G, K/128, ceil(N/128)] (MN-major,
+//                   b_block_scale_index), fp32
+// K and N must be multiples of gemm_k_multiple / gemm_n_multiple (gemm_tile_config.h); all
+// pointers 16-byte aligned.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include <cuda_runtime.h>
+
+#include "cuda/gemm_tile_config.h"
+
+#if defined(__CUDACC__)
+#define SERVEKIT_HOST_DEVICE __host__ __device__
+#else
+#define SERVEKIT_HOST_DEVICE
+#endif
+
+namespace servekit::cuda {
+
+struct GroupedGemmShape {
+  GemmOperand operand = GemmOperand::kBF16;
+  int num_groups = 0;  // G
+  int64_t n = 0, k = 0;
+  int64_t capacity_rows = 0;  // largest off[G] the caller will pass (sizes nothing; tuning hint)
+};
+
+struct GroupedGemmOperands {               // all device pointers
+  const int32_t* group_offsets = nullptr;  // [G + 1], non-decreasing, off[0] = 0
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  const float* a_scale = nullptr;        // fp8_per_tensor: [1]
+  const float* b_scale = nullptr;        // fp8_per_tensor: [G]
+  const float* a_block_scale = nullptr;  // fp8_block128: [rows * K/128], a_block_scale_index
+  const float* b_block_scale = nullptr;  // fp8_block128: [G * K/128 * ceil(N/128)]
+};
+
+// Position of the 1x128 activation scale of permuted row `row` (in group g, whose rows are
+// [group_begin, group_begin + group_rows)) and K block kb: group g's scales form an [K/128,
+// M_g] MN-major block starting at group_begin * K/128.
+SERVEKIT_HOST_DEVICE inline int64_t a_block_scale_index(int64_t group_begin, int64_t group_rows,
+                                                        int64_t k_blocks, int64_t row, int64_t kb) {
+  return group_begin * k_blocks + kb * group_rows + (row - group_begin);
+}
+
+// Position of the 128x128 weight scale of block (nb, kb) of group g.
+SERVEKIT_HOST_DEVICE inline int64_t b_block_scale_index(int64_t g, int64_t n_blocks,
+                                                        int64_t k_blocks, int64_t nb, int64_t kb) {
+  return (g * k_blocks + kb) * n_blocks + nb;
+}
+
+// One grouped GEMM problem bound to a device: owns the per-group argument arrays and the
+// CUTLASS workspace (allocated once, at construction), and launches on any stream.
+class GroupedGemm {
+ public:
+  // Throws servekit::Error for an unsupported shape (naming N, K and the required multiple) or
+  // a CUDA failure. device: CUDA ordinal (must be current when run() is called).
+  static std::unique_ptr<GroupedGemm> create(const GroupedGemmShape& shape, int device);
+  virtual ~GroupedGemm() = default;
+
+  // Enqueues the GEMM (a setup kernel that writes the per-group arguments from the offsets,
+  // then the CUTLASS kernel). Throws servekit::Error for a null required operand or a launch
+  // failure; never synchronises.
+  virtual void run(const GroupedGemmOperands& ops, cudaStream_t stream) const = 0;
+
+  virtual const GroupedGemmShape& shape() const = 0;
+  virtual GemmConfig config() const = 0;
+};
+
+// Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
+                                                              int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmShape& shape,
+                                                            int device);
+
+}  // namespace servekit::cuda

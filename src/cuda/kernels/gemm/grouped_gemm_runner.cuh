@@ -1,0 +1,258 @@
+// Host runner of one Sm90GroupedGemm instantiation: allocates the per-group argument arrays and
+// the CUTLASS workspace once, builds the kernel Params once (they only hold pointers to those
+// arrays), and per run enqueues a one-block setup kernel that fills the arrays from the device
+// group offsets followed by the persistent GEMM kernel. Included by exactly one .cu per format.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include <cutlass/util/packed_stride.hpp>
+
+#include "cuda/grouped_gemm.h"
+#include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
+#include "cuda/runtime.h"
+#include "servekit/error.h"
+
+namespace servekit::cuda::gemm {
+
+// Device pointers into the runner's argument block.
+template <class K>
+struct GroupArgumentArrays {
+  typename K::ProblemSize* problem_sizes = nullptr;
+  const typename K::ElementAB** ptr_a = nullptr;
+  const typename K::ElementAB** ptr_b = nullptr;
+  typename K::ElementD** ptr_d = nullptr;
+  typename K::StrideA* stride_a = nullptr;
+  typename K::StrideB* stride_b = nullptr;
+  typename K::StrideD* stride_d = nullptr;
+  float* alpha = nullptr;             // fp8_per_tensor
+  const float** alpha_ptr = nullptr;  // fp8_per_tensor: alpha_ptr[g] = &alpha[g]
+  const float** ptr_sfa = nullptr;    // fp8_block128
+  const float** ptr_sfb = nullptr;    // fp8_block128
+  typename K::LayoutSFA* layout_sfa = nullptr;
+  typename K::LayoutSFB* layout_sfb = nullptr;
+};
+
+// One thread per group: M_g from the offsets, then the pointers of group g.
+template <class K>
+__global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOperands ops,
+                                      int num_groups, int n, int k) {
+  for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
+    const int begin = ops.group_offsets[g];
+    const int m = ops.group_offsets[g + 1] - begin;
+    args.problem_sizes[g] = cute::make_shape(m, n, k);
+    args.ptr_a[g] = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
+    args.ptr_b[g] = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
+    args.ptr_d[g] = static_cast<typename K::ElementD*>(ops.d) + int64_t{begin} * n;
+    if constexpr (K::kGroupAlpha) args.alpha[g] = ops.a_scale[0] * ops.b_scale[g];
+    if constexpr (K::kBlockScaled) {
+      const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
+      args.ptr_sfa[g] = ops.a_block_scale + int64_t{begin} * k_blocks;
+      args.ptr_sfb[g] = ops.b_block_scale + int64_t{g} * k_blocks * n_blocks;
+      args.layout_sfa[g] = K::ScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m, n, k, 1));
+      args.layout_sfb[g] = K::ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m, n, k, 1));
+    }
+  }
+}
+
+template <class K>
+class GroupedGemmRunner final : public GroupedGemm {
+  using GemmKernel = typename K::GemmKernel;
+  using Gemm = typename K::Gemm;
+
+ public:
+  GroupedGemmRunner(const GroupedGemmShape& shape, int device) : shape_(shape), device_(device) {
+    const GemmDesc desc{shape.operand, shape.n, shape.k, shape.num_groups,
+                        shape.num_groups > 0 ? shape.capacity_rows / shape.num_groups : 0};
+    SERVEKIT_CHECK(shape.operand == K::kOperand, "grouped_gemm: operand mismatch");
+    SERVEKIT_CHECK(gemm_shape_supported(desc), "grouped_gemm: unsupported shape n=", shape.n,
+                   " k=", shape.k, " groups=", shape.num_groups, ": need n % ",
+                   gemm_n_multiple(shape.operand), " == 0 and k % ", gemm_k_multiple(shape.operand),
+                   " == 0, all positive");
+    SERVEKIT_CHECK(shape.n < (int64_t{1} << 31) && shape.k < (int64_t{1} << 31),
+                   "grouped_gemm: n=", shape.n, " k=", shape.k, " exceed the int32 problem shape");
+    config_ = choose_gemm_config(desc);
+    SERVEKIT_CHECK(config_.tile == K::kTile, "grouped_gemm: the chosen tile is not compiled");
+    SERVEKIT_CUDA_CHECK(
+        cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
+    allocate_arguments();
+    build_params();
+  }
+
+  ~GroupedGemmRunner() override {
+    if (block_ != nullptr) cudaFree(block_);
+  }
+
+  void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
+    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && ops.d,
+                   "grouped_gemm: group_offsets, a, b and d are required");
+    SERVEKIT_CHECK(!K::kGroupAlpha || (ops.a_scale && ops.b_scale),
+                   "grouped_gemm: fp8_per_tensor needs a_scale and b_scale");
+    SERVEKIT_CHECK(!K::kBlockScaled || (ops.a_block_scale && ops.b_block_scale),
+                   "grouped_gemm: fp8_block128 needs a_block_scale and b_block_scale");
+    write_group_arguments<K><<<1, 256, 0, stream>>>(
+        arrays_, ops, shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k));
+    SERVEKIT_CUDA_CHECK(cudaGetLastError());
+    auto params = params_;  // Gemm::run takes a mutable reference
+    const cutlass::Status status = Gemm::run(params, stream);
+    SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
+                   "grouped_gemm: CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
+                   cudaGetErrorString(cudaGetLastError()), ")");
+  }
+
+  const GroupedGemmShape& shape() const override { return shape_; }
+  GemmConfig config() const override { return config_; }
+
+ private:
+  // Carves every per-group array and the CUTLASS workspace out of one allocation.
+  void allocate_arguments() {
+    const size_t g = static_cast<size_t>(shape_.num_groups);
+    size_t offset = 0;
+    auto reserve = [&](size_t bytes) {
+      const size_t at = offset;
+      offset = (offset + bytes + 127) / 128 * 128;
+      return at;
+    };
+    const size_t o_problem = reserve(g * sizeof(typename K::ProblemSize));
+    const size_t o_a = reserve(g * sizeof(void*));
+    const size_t o_b = reserve(g * sizeof(void*));
+    const size_t o_d = reserve(g * sizeof(void*));
+    const size_t o_sa = reserve(g * sizeof(typename K::StrideA));
+    const size_t o_sb = reserve(g * sizeof(typename K::StrideB));
+    const size_t o_sd = reserve(g * sizeof(typename K::StrideD));
+    const size_t o_alpha = reserve(g * sizeof(float));
+    const size_t o_alpha_ptr = reserve(g * sizeof(void*));
+    const size_t o_sfa = reserve(g * sizeof(void*));
+    const size_t o_sfb = reserve(g * sizeof(void*));
+    const size_t o_lsfa = reserve(g * sizeof(typename K::LayoutSFA));
+    const size_t o_lsfb = reserve(g * sizeof(typename K::LayoutSFB));
+    const size_t o_workspace = offset;
+
+    workspace_bytes_ = Gemm::get_workspace_size(make_arguments(0));
+    SERVEKIT_CUDA_CHECK(cudaMalloc(&block_, o_workspace + workspace_bytes_ + 128));
+    SERVEKIT_CUDA_CHECK(cudaMemset(block_, 0, o_workspace + workspace_bytes_ + 128));
+    auto* base = static_cast<char*>(block_);
+    arrays_.problem_sizes = reinterpret_cast<typename K::ProblemSize*>(base + o_problem);
+    arrays_.ptr_a = reinterpret_cast<const typename K::ElementAB**>(base + o_a);
+    arrays_.ptr_b = reinterpret_cast<const typename K::ElementAB**>(base + o_b);
+    arrays_.ptr_d = reinterpret_cast<typename K::ElementD**>(base + o_d);
+    arrays_.stride_a = reinterpret_cast<typename K::StrideA*>(base + o_sa);
+    arrays_.stride_b = reinterpret_cast<typename K::StrideB*>(base + o_sb);
+    arrays_.stride_d = reinterpret_cast<typename K::StrideD*>(base + o_sd);
+    arrays_.alpha = reinterpret_cast<float*>(base + o_alpha);
+    arrays_.alpha_ptr = reinterpret_cast<const float**>(base + o_alpha_ptr);
+    arrays_.ptr_sfa = reinterpret_cast<const float**>(base + o_sfa);
+    arrays_.ptr_sfb = reinterpret_cast<const float**>(base + o_sfb);
+    arrays_.layout_sfa = reinterpret_cast<typename K::LayoutSFA*>(base + o_lsfa);
+    arrays_.layout_sfb = reinterpret_cast<typename K::LayoutSFB*>(base + o_lsfb);
+    workspace_ = base + o_workspace;
+
+    // Strides do not depend on M (row-major A and D, K-major B): written once.
+    const int n = static_cast<int>(shape_.n), k = static_cast<int>(shape_.k);
+    std::vector<typename K::StrideA> sa(
+        g, cutlass::make_cute_packed_stride(typename K::StrideA{}, cute::make_shape(1, k, 1)));
+    std::vector<typename K::StrideB> sb(
+        g, cutlass::make_cute_packed_stride(typename K::StrideB{}, cute::make_shape(n, k, 1)));
+    std::vector<typename K::StrideD> sd(
+        g, cutlass::make_cute_packed_stride(typename K::StrideD{}, cute::make_shape(1, n, 1)));
+    std::vector<const float*> alpha_ptr(g);
+    for (size_t i = 0; i < g; ++i) alpha_ptr[i] = arrays_.alpha + i;
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(arrays_.stride_a, sa.data(), g * sizeof(sa[0]), cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(arrays_.stride_b, sb.data(), g * sizeof(sb[0]), cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(arrays_.stride_d, sd.data(), g * sizeof(sd[0]), cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(arrays_.alpha_ptr, alpha_ptr.data(), g * sizeof(void*), cudaMemcpyHostToDevice));
+  }
+
+  typename GemmKernel::Arguments make_arguments(int max_active_clusters) const {
+    typename GemmKernel::Arguments args;
+    args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
+    // nullptr host problem shapes: the scheduler reads M on the device and launches one
+    // persistent CTA per SM.
+    args.problem_shape = {shape_.num_groups, arrays_.problem_sizes, nullptr};
+    if constexpr (K::kBlockScaled) {
+      args.mainloop = {arrays_.ptr_a,   arrays_.stride_a,   arrays_.ptr_b,   arrays_.stride_b,
+                       arrays_.ptr_sfa, arrays_.layout_sfa, arrays_.ptr_sfb, arrays_.layout_sfb};
+    } else {
+      args.mainloop = {arrays_.ptr_a, arrays_.stride_a, arrays_.ptr_b, arrays_.stride_b};
+    }
+    auto& fusion = args.epilogue.thread;
+    fusion.alpha = 1.0f;
+    fusion.beta = 0.0f;
+    if constexpr (K::kGroupAlpha) {
+      fusion.alpha_ptr_array = arrays_.alpha_ptr;
+      fusion.dAlpha = {cute::_0{}, cute::_0{}, 1};  // one alpha per group
+    }
+    args.epilogue.ptr_C = nullptr;
+    args.epilogue.dC = nullptr;
+    args.epilogue.ptr_D = arrays_.ptr_d;
+    args.epilogue.dD = arrays_.stride_d;
+    args.hw_info.device_id = device_;
+    args.hw_info.sm_count = sm_count_;
+    args.hw_info.max_active_clusters = max_active_clusters;
+    using RasterOrder = typename GemmKernel::TileScheduler::RasterOrderOptions;
+    args.scheduler.raster_order =
+        config_.raster == GemmRaster::kAlongM ? RasterOrder::AlongM : RasterOrder::AlongN;
+    args.scheduler.max_swizzle_size = config_.max_swizzle;
+    return args;
+  }
+
+  // Host-side setup done once: shared-memory opt-in, occupancy of the cluster launch, Params.
+  void build_params() {
+    const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
+    const int smem = GemmKernel::SharedStorageSize;
+    SERVEKIT_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    // Clusters must fit whole in a GPC, so fewer than sm_count / cluster_size may co-exist.
+    cudaLaunchConfig_t launch{};
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = K::kTile.cluster_m;
+    attr.val.clusterDim.y = K::kTile.cluster_n;
+    attr.val.clusterDim.z = 1;
+    launch.gridDim = dim3(K::kTile.cluster_m, K::kTile.cluster_n, 1);
+    launch.blockDim = dim3(GemmKernel::MaxThreadsPerBlock, 1, 1);
+    launch.dynamicSmemBytes = static_cast<size_t>(smem);
+    launch.attrs = &attr;
+    launch.numAttrs = 1;
+    int max_active_clusters = 0;
+    SERVEKIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_active_clusters, kernel, &launch));
+    SERVEKIT_CHECK(max_active_clusters > 0, "grouped_gemm: no cluster of ",
+                   K::kTile.cluster_m * K::kTile.cluster_n, " CTAs with ", smem,
+                   " bytes of shared memory fits on device ", device_);
+
+    const auto args = make_arguments(max_active_clusters);
+    const cutlass::Status ok = Gemm::can_implement(args);
+    SERVEKIT_CHECK(ok == cutlass::Status::kSuccess,
+                   "grouped_gemm: CUTLASS cannot implement n=", shape_.n, " k=", shape_.k, ": ",
+                   cutlassGetStatusString(ok));
+    const cutlass::Status init = GemmKernel::initialize_workspace(args, workspace_, nullptr);
+    SERVEKIT_CHECK(init == cutlass::Status::kSuccess,
+                   "grouped_gemm: workspace init failed: ", cutlassGetStatusString(init));
+    SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
+    params_ = GemmKernel::to_underlying_arguments(args, workspace_);
+  }
+
+  GroupedGemmShape shape_;
+  int device_ = 0;
+  int sm_count_ = 0;
+  GemmConfig config_{};
+  void* block_ = nullptr;
+  void* workspace_ = nullptr;
+  size_t workspace_bytes_ = 0;
+  GroupArgumentArrays<K> arrays_{};
+  typename GemmKernel::Params params_{};
+};
+
+template <class K>
+std::unique_ptr<GroupedGemm> make_runner(const GroupedGemmShape& shape, int device) {
+  return std::make_unique<GroupedGemmRunner<K>>(shape, device);
+}
+
+}  // namespace servekit::cuda::gemm

@@ -1,0 +1,136 @@
+// CUTLASS 3.x kernel types of the sm90 grouped GEMM (TMA + wgmma, warp-specialized, persistent
+// over all groups), as templates on the operand format and the tile configuration
+// (gemm_tile_config.h). Problem sizes and per-group pointers live in device arrays, so the
+// kernel reads each group's M on the device and the host never sees the routing.
+//
+// Layouts (CUTLASS names): A RowMajor [M_g, K] (K-major), B ColumnMajor i.e. [N, K] K-major
+// (y = x · Wᵀ), D RowMajor [M_g, N] bf16, no C operand. fp8_block128 scales are MN-major, as
+// the sm90 blockwise mainloop derives them from (M_g, N, K): SFA of group g is [K/128, M_g]
+// (row r of the group at kb * M_g + r), SFB [K/128, ceil(N/128)].
+#pragma once
+
+#include <cutlass/cutlass.h>
+#include <cutlass/gemm/device/gemm_universal_adapter.h>
+#include <cute/tensor.hpp>
+#include <cutlass/detail/blockwise_scale_layout.hpp>
+#include <cutlass/epilogue/collective/collective_builder.hpp>
+#include <cutlass/gemm/collective/collective_builder.hpp>
+#include <cutlass/gemm/dispatch_policy.hpp>
+#include <cutlass/gemm/group_array_problem_shape.hpp>
+#include <cutlass/gemm/kernel/gemm_universal.hpp>
+
+#include "cuda/gemm_tile_config.h"
+
+namespace servekit::cuda::gemm {
+
+template <GemmOperand Op>
+struct OperandElement {
+  using type = cutlass::float_e4m3_t;
+};
+template <>
+struct OperandElement<GemmOperand::kBF16> {
+  using type = cutlass::bfloat16_t;
+};
+
+// Kernel and epilogue schedules per (operand, schedule).
+template <GemmOperand Op, GemmSchedule S>
+struct Schedules;
+template <>
+struct Schedules<GemmOperand::kBF16, GemmSchedule::kCooperative> {
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+};
+template <>
+struct Schedules<GemmOperand::kBF16, GemmSchedule::kPingpong> {
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpong;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+};
+template <>
+struct Schedules<GemmOperand::kFP8PerTensor, GemmSchedule::kCooperative> {
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8FastAccum;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+};
+template <>
+struct Schedules<GemmOperand::kFP8PerTensor, GemmSchedule::kPingpong> {
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8FastAccum;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+};
+template <>
+struct Schedules<GemmOperand::kFP8Block128, GemmSchedule::kCooperative> {
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8BlockScaledAccum;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative;
+};
+template <>
+struct Schedules<GemmOperand::kFP8Block128, GemmSchedule::kPingpong> {
+  using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8BlockScaledAccum;
+  using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+};
+
+template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
+          GemmSchedule Sched>
+struct Sm90GroupedGemm {
+  // Preconditions of the sm90 collectives, checked here so a bad config fails with a message.
+  static_assert(TileM % 64 == 0, "wgmma tiles M in multiples of 64");
+  static_assert(Sched != GemmSchedule::kCooperative || TileM >= 128,
+                "the cooperative schedule splits M across two warp groups");
+  static_assert(TileK * gemm_operand_bytes(Op) % 128 == 0,
+                "tile K must fill whole 128-byte swizzle rows");
+  static_assert(Op != GemmOperand::kFP8Block128 || (TileK == 128 && TileN % 128 == 0),
+                "blockwise scaling needs tile K == 128 and tile N a multiple of 128");
+
+  static constexpr GemmOperand kOperand = Op;
+  static constexpr GemmTileConfig kTile{TileM, TileN, TileK, ClusterM, ClusterN, Sched};
+  static constexpr bool kBlockScaled = Op == GemmOperand::kFP8Block128;
+  static constexpr bool kGroupAlpha = Op == GemmOperand::kFP8PerTensor;
+
+  using ElementAB = typename OperandElement<Op>::type;
+  using ElementD = cutlass::bfloat16_t;
+  using ElementAcc = float;
+  using ElementScale = float;
+  using ProblemShape = cutlass::gemm::GroupProblemShape<cute::Shape<int, int, int>>;  // (M,N,K)
+  using TileShape = cute::Shape<cute::Int<TileM>, cute::Int<TileN>, cute::Int<TileK>>;
+  using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::Int<ClusterN>, cute::_1>;
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutB = cutlass::layout::ColumnMajor;
+  using LayoutD = cutlass::layout::RowMajor;
+  static constexpr int kAlignAB = 128 / cutlass::sizeof_bits<ElementAB>::value;
+  static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
+
+  // 1x128 activation and 128x128 weight scale blocks, both MN-major (see the top of the file).
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128>;
+  using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
+  using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
+
+  using KernelSchedule = typename Schedules<Op, Sched>::Kernel;
+  using EpilogueSchedule = typename Schedules<Op, Sched>::Epilogue;
+
+  // D = alpha * acc, alpha per group (fp8_per_tensor) or 1; no source C.
+  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
+      cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementAcc, void, LayoutD*,
+      kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
+      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAcc, void,
+                                                   ElementAcc>>::CollectiveOp;
+
+  using StageCount = cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
+      sizeof(typename CollectiveEpilogue::SharedStorage))>;
+  using MainloopLayoutA =
+      cute::conditional_t<kBlockScaled, cute::tuple<LayoutA*, LayoutSFA*>, LayoutA*>;
+  using MainloopLayoutB =
+      cute::conditional_t<kBlockScaled, cute::tuple<LayoutB*, LayoutSFB*>, LayoutB*>;
+  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, MainloopLayoutA, kAlignAB,
+      ElementAB, MainloopLayoutB, kAlignAB, ElementAcc, TileShape, ClusterShape, StageCount,
+      KernelSchedule>::CollectiveOp;
+
+  using GemmKernel =
+      cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
+
+  using StrideA = typename GemmKernel::InternalStrideA;
+  using StrideB = typename GemmKernel::InternalStrideB;
+  using StrideD = typename GemmKernel::InternalStrideD;
+  using ProblemSize = typename ProblemShape::UnderlyingProblemShape;
+};
+
+}  // namespace servekit::cuda::gemm

@@ -1,0 +1,54 @@
+// Row kernels around the grouped GEMMs of the MoE dynamic path: the gather of hidden rows into
+// the permuted GEMM1 input and the activation between the GEMMs, each fused with the
+// quantization of its output into the GEMM input format. Both read the row count from the
+// device plan (no host synchronisation, no allocation). Internal header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "cuda/moe_plan.h"
+#include "servekit/moe.h"
+#include "servekit/quant.h"
+
+namespace servekit::cuda {
+
+// The format a GEMM input row is written in.
+enum class ActFormat : uint8_t {
+  kBF16,               // bf16 (bf16 and the *_w4a16 methods)
+  kFP8PerTensor,       // e4m3 codes, one dynamic fp32 scale over the whole tensor
+  kFP8Block128,        // e4m3 codes, one fp32 scale per row per 128 columns
+  kFP8Block128AsBF16,  // the e4m3 1x128 round trip stored back as bf16 (mxfp4_w4a8, interim)
+};
+
+// The activation format of a quantization method (quant.h's table).
+ActFormat act_format(QuantMethod m);
+// Bytes of one stored element: 1 for the e4m3 formats, 2 for the bf16 ones.
+size_t act_element_bytes(ActFormat f);
+
+struct ActBuffers {               // device
+  void* rows = nullptr;           // [capacity, cols] bf16 or e4m3, row r = permuted row r
+  float* block_scales = nullptr;  // kFP8Block128: [capacity * cols/128], a_block_scale_index
+  float* tensor_scale = nullptr;  // kFP8PerTensor: [1], written by the launch (amax / 448)
+  unsigned* amax_bits = nullptr;  // kFP8PerTensor: [1] scratch (fp32 bits of the amax)
+};
+
+// out.rows[r] = quantize(hidden[plan.row_token[r]]) for r < plan.group_offsets[G].
+// hidden: [tokens, cols] bf16 (raw bits), contiguous. kFP8PerTensor takes its scale from the
+// amax over all tokens x cols (not only the routed ones), as quant.h specifies. cols % 8 == 0
+// (% 128 for the block formats). Throws servekit::Error on a launch failure.
+void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
+                            const PlanBuffers& plan, int64_t capacity, const ActBuffers& out,
+                            cudaStream_t stream);
+
+// out.rows[r] = quantize(act(h[r] + bias[g(r)])) for r < plan.group_offsets[G], with
+// h: [capacity, R] bf16 GEMM1 output (gated: columns [0, I) gate, [I, 2I) up; ReLU²: R = I),
+// bias: [G, R] fp32 or nullptr, cols = I. kFP8PerTensor takes its scale from the amax over all
+// rows (two passes). The arithmetic is fp32.
+void launch_activation_quantize(ActFormat f, Activation act, const uint16_t* h, const float* bias,
+                                int64_t cols, const PlanBuffers& plan, int64_t capacity,
+                                const ActBuffers& out, cudaStream_t stream);
+
+}  // namespace servekit::cuda

@@ -1,0 +1,247 @@
+// GPU tests of the sm90 grouped GEMMs alone (src/cuda/grouped_gemm.h) against an fp64 host GEMM
+// on the dequantized operands: groups of 0, 1, 17 and 300 rows in two orders (the same runner
+// serves both, so problem sizes really are read on the device), odd N and K, every element
+// checked, rows outside the groups left untouched.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "cuda/device_array.h"
+#include "cuda/grouped_gemm.h"
+#include "gpu_test_util.h"
+#include "servekit/error.h"
+#include "servekit/formats.h"
+
+namespace servekit::cuda {
+namespace {
+
+using testing::DeviceArray;
+
+constexpr int kGuardRows = 8;  // rows of D past the last group, which must stay poisoned
+
+struct Operands {
+  int64_t n = 0, k = 0, rows = 0, k_block = 0;  // k_block: K columns sharing one scale
+  int groups = 0;
+  std::vector<uint8_t> a, b;        // codes: [rows, K], [G, N, K] (bf16: 2 bytes each)
+  std::vector<float> a_val, b_val;  // the codes' values (exact), same shapes
+  std::vector<double> a_scale;      // [rows, K/k_block] (1 for bf16)
+  std::vector<double> b_scale;      // [G, N, K/k_block] (1 for bf16)
+  float a_tensor_scale = 1.0f;      // fp8_per_tensor
+  std::vector<float> b_tensor_scale;
+};
+
+// Random operands. e4m3 codes span the whole range (|value| up to 448); scales bring the
+// dequantized values to O(1/448..2/448) per unit code so products stay O(1).
+Operands make_operands(GemmOperand op, int groups, int64_t rows, int64_t n, int64_t k,
+                       uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), pos(0.5f, 2.0f);
+  Operands o;
+  o.n = n, o.k = k, o.rows = rows, o.groups = groups;
+  o.k_block = op == GemmOperand::kFP8Block128 ? 128 : k;
+  const size_t bytes = gemm_operand_bytes(op);
+  auto fill = [&](std::vector<uint8_t>& codes, std::vector<float>& vals, size_t count) {
+    codes.resize(count * bytes);
+    vals.resize(count);
+    for (size_t i = 0; i < count; ++i) {
+      if (op == GemmOperand::kBF16) {
+        const uint16_t b16 = float_to_bf16(unit(rng));
+        std::memcpy(&codes[2 * i], &b16, 2);
+        vals[i] = bf16_to_float(b16);
+      } else {
+        codes[i] = float_to_e4m3(448.0f * unit(rng));
+        vals[i] = e4m3_to_float(codes[i]);
+      }
+    }
+  };
+  fill(o.a, o.a_val, static_cast<size_t>(rows * k));
+  fill(o.b, o.b_val, static_cast<size_t>(groups * n * k));
+  const int64_t kb = k / o.k_block;
+  o.a_scale.assign(static_cast<size_t>(rows * kb), 1.0);
+  o.b_scale.assign(static_cast<size_t>(groups * n * kb), 1.0);
+  if (op == GemmOperand::kFP8PerTensor) {
+    o.a_tensor_scale = 1.0f / 448.0f;
+    o.b_tensor_scale.resize(static_cast<size_t>(groups));
+    for (auto& s : o.b_tensor_scale) s = pos(rng) / 448.0f;
+  }
+  if (op == GemmOperand::kFP8Block128) {
+    for (auto& s : o.a_scale) s = pos(rng) / 448.0f;
+    // One scale per 128x128 weight block, expanded per row for the host reference.
+    const int64_t nb = (n + 127) / 128;
+    std::vector<float> blocks(static_cast<size_t>(groups * nb * kb));
+    for (auto& s : blocks) s = pos(rng) / 448.0f;
+    for (int g = 0; g < groups; ++g)
+      for (int64_t r = 0; r < n; ++r)
+        for (int64_t j = 0; j < kb; ++j)
+          o.b_scale[static_cast<size_t>((g * n + r) * kb + j)] =
+              blocks[static_cast<size_t>((g * nb + r / 128) * kb + j)];
+    o.b_tensor_scale = blocks;  // kept for the upload, [G, ceil(N/128), K/128]
+  }
+  return o;
+}
+
+// fp64 reference: ref[r, n] = alpha_g * sum_kb sa[r,kb] sb[g,n,kb] sum_{k in kb} a[r,k] b[g,n,k].
+// Covers the rows of the groups, sum(sizes) <= o.rows.
+std::vector<double> reference(GemmOperand op, const Operands& o, const std::vector<int>& sizes) {
+  int64_t rows = 0;
+  for (int m : sizes) rows += m;
+  std::vector<double> ref(static_cast<size_t>(rows * o.n));
+  std::vector<int> group_of(static_cast<size_t>(rows));
+  for (int g = 0, r = 0; g < static_cast<int>(sizes.size()); ++g)
+    for (int i = 0; i < sizes[g]; ++i) group_of[static_cast<size_t>(r++)] = g;
+  const int64_t kb_count = o.k / o.k_block;
+  auto work = [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int g = group_of[static_cast<size_t>(r)];
+      const double alpha =
+          op == GemmOperand::kFP8PerTensor ? double{o.a_tensor_scale} * o.b_tensor_scale[g] : 1.0;
+      const float* a = &o.a_val[static_cast<size_t>(r * o.k)];
+      for (int64_t c = 0; c < o.n; ++c) {
+        const float* b = &o.b_val[static_cast<size_t>((g * o.n + c) * o.k)];
+        double acc = 0.0;
+        for (int64_t kb = 0; kb < kb_count; ++kb) {
+          double part = 0.0;
+          for (int64_t i = kb * o.k_block; i < (kb + 1) * o.k_block; ++i)
+            part += double{a[i]} * b[i];
+          acc += part * o.a_scale[static_cast<size_t>(r * kb_count + kb)] *
+                 o.b_scale[static_cast<size_t>((g * o.n + c) * kb_count + kb)];
+        }
+        ref[static_cast<size_t>(r * o.n + c)] = alpha * acc;
+      }
+    }
+  };
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  const int64_t step = (rows + threads - 1) / threads;
+  for (int64_t r0 = 0; r0 < rows; r0 += step)
+    pool.emplace_back(work, r0, std::min(rows, r0 + step));
+  for (auto& t : pool) t.join();
+  return ref;
+}
+
+// Activation scales in the grouped MN-major layout of grouped_gemm.h.
+std::vector<float> grouped_a_scales(const Operands& o, const std::vector<int>& sizes) {
+  const int64_t kb = o.k / 128;
+  std::vector<float> out(static_cast<size_t>(o.rows * kb));
+  int64_t begin = 0;
+  for (int m : sizes) {
+    for (int64_t r = begin; r < begin + m; ++r)
+      for (int64_t j = 0; j < kb; ++j)
+        out[static_cast<size_t>(a_block_scale_index(begin, m, kb, r, j))] =
+            static_cast<float>(o.a_scale[static_cast<size_t>(r * kb + j)]);
+    begin += m;
+  }
+  return out;
+}
+
+struct Tolerance {
+  double l2;       // relative L2 over all rows
+  double element;  // |got - ref| <= element * (|ref| + rms(ref)) for every element
+};
+
+// bf16 and fp8_block128 accumulate in fp32 (the blockwise mainloop promotes every 128 K): what
+// remains is the bf16 rounding of D, 2^-9/sqrt(3) ~ 1.1e-3 relative RMS and at most 2^-9 per
+// element, so 3e-3 and 1/256. fp8_per_tensor uses the fast single-level accumulation, and
+// Hopper's fp8 MMA keeps only ~14 bits of its accumulator (DeepSeek-V3 report, up to ~2% worst
+// case at K = 4096); biased over the ~90 k32 steps of K = 2880 that is up to ~6e-3 relative,
+// so 1e-2 and 1/64. A wrong tile, group or scale is off by O(rms) and fails either bound.
+Tolerance tolerance(GemmOperand op) {
+  return op == GemmOperand::kFP8PerTensor ? Tolerance{1e-2, 1.0 / 64} : Tolerance{3e-3, 1.0 / 256};
+}
+
+void run_case(GemmOperand op, int64_t n, int64_t k) {
+  SERVEKIT_REQUIRE_GPU();
+  const Tolerance tol = tolerance(op);
+  // The same five groups in two orders (318 rows), then all empty (nothing may be written).
+  const std::vector<std::vector<int>> layouts = {
+      {17, 0, 300, 1, 0}, {0, 1, 300, 0, 17}, {0, 0, 0, 0, 0}};
+  const int groups = 5;
+  const int64_t rows = 318;
+  const Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
+  auto gemm = GroupedGemm::create({op, groups, n, k, rows}, 0);
+
+  DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
+  DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
+  std::vector<float> b_scale_upload;
+  if (op == GemmOperand::kFP8Block128) {  // [G, ceil(N/128), K/128] -> [G, K/128, ceil(N/128)]
+    const int64_t nb = (n + 127) / 128, kb = k / 128;
+    b_scale_upload.resize(o.b_tensor_scale.size());
+    for (int g = 0; g < groups; ++g)
+      for (int64_t i = 0; i < nb; ++i)
+        for (int64_t j = 0; j < kb; ++j)
+          b_scale_upload[static_cast<size_t>(b_block_scale_index(g, nb, kb, i, j))] =
+              o.b_tensor_scale[static_cast<size_t>((g * nb + i) * kb + j)];
+  }
+  DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? b_scale_upload : o.b_tensor_scale);
+  DeviceArray<float> d_a_scale(std::vector<float>{o.a_tensor_scale});
+
+  for (const auto& sizes : layouts) {
+    std::vector<int32_t> offsets{0};
+    for (int m : sizes) offsets.push_back(offsets.back() + m);
+    DeviceArray<int32_t> d_off(offsets);
+    DeviceArray<float> d_a_blocks(op == GemmOperand::kFP8Block128 ? grouped_a_scales(o, sizes)
+                                                                  : std::vector<float>{});
+    d_d.poison();
+    GroupedGemmOperands ops;
+    ops.group_offsets = d_off.get();
+    ops.a = d_a.get();
+    ops.b = d_b.get();
+    ops.d = d_d.get();
+    if (op == GemmOperand::kFP8PerTensor) {
+      ops.a_scale = d_a_scale.get();
+      ops.b_scale = d_b_scale.get();
+    }
+    if (op == GemmOperand::kFP8Block128) {
+      ops.a_block_scale = d_a_blocks.get();
+      ops.b_block_scale = d_b_scale.get();
+    }
+    gemm->run(ops, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+    const std::vector<double> ref = reference(op, o, sizes);
+    const std::vector<uint16_t> d = d_d.download();
+    for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
+    if (ref.empty()) continue;
+    double err2 = 0.0, ref2 = 0.0;
+    for (double v : ref) ref2 += v * v;
+    const double rms = std::sqrt(ref2 / static_cast<double>(ref.size()));
+    int64_t bad = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      const double got = bf16_to_float(d[i]);
+      err2 += (got - ref[i]) * (got - ref[i]);
+      if (!(std::abs(got - ref[i]) <= tol.element * (std::abs(ref[i]) + rms))) {
+        if (bad++ < 5)
+          ADD_FAILURE() << "row " << i / n << " col " << i % n << ": " << got << " vs " << ref[i];
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    EXPECT_LE(std::sqrt(err2 / ref2), tol.l2);
+  }
+}
+
+// N = 2 * 1856 (an odd gated intermediate), K = 2880 (gpt-oss hidden, 22.5 blocks of 128).
+TEST(GroupedGemmCuda, BF16) {
+  run_case(GemmOperand::kBF16, 3712, 2880);
+}
+TEST(GroupedGemmCuda, FP8PerTensor) {
+  run_case(GemmOperand::kFP8PerTensor, 3712, 2880);
+}
+// Block scales need K % 128 == 0: K = 2944 (23 blocks); N = 2880 ends in a half block.
+TEST(GroupedGemmCuda, FP8Block128) {
+  run_case(GemmOperand::kFP8Block128, 2880, 2944);
+}
+
+TEST(GroupedGemmCuda, RejectsUnalignedShapes) {
+  SERVEKIT_REQUIRE_GPU();
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 4, 3712, 2880, 64}, 0), Error);
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kBF16, 4, 3712, 2884, 64}, 0), Error);
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kBF16, 0, 3712, 2880, 64}, 0), Error);
+}
+
+}  // namespace
+}  // namespace servekit::cuda

@@ -1,0 +1,482 @@
+// GPU tests of the whole MoE layer on the CUDA backend (src/cuda/moe_cuda.cu) against the fp64
+// reference (src/cpu/moe_reference.h): every routing method, quantization variant and
+// activation, shared experts, an expert-parallel local range, odd sizes, skewed routing, token
+// counts 1..8192 (reference on a sample of tokens), CUDA-graph replay and no allocation in
+// forward.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "core/random_data.h"
+#include "cpu/moe_reference.h"
+#include "cuda/device_array.h"
+#include "gpu_test_util.h"
+#include "servekit/moe.h"
+
+namespace servekit {
+namespace {
+
+using testing::DeviceArray;
+
+// Relative L2 tolerance of the CUDA layer against the fp64 reference, beyond what the reference
+// models. bf16 and *_w4a16: the GEMM1 output, the GEMM2 output and the layer output are each
+// rounded to bf16 (2^-9/sqrt(3) ~ 1.1e-3 relative RMS each) and 4-bit weights are rounded to
+// bf16 once dequantized (another ~1.1e-3): ~2.5e-3 expected, 1e-2 allowed. fp8 activations: the
+// intermediate is quantized to e4m3 from values that differ from the reference's by the bf16
+// rounding above, which flips ~2% of the e4m3 roundings by one step (2^-3 relative):
+// ~1.2e-2 expected, 4e-2 allowed.
+double cuda_tolerance(QuantMethod m) {
+  return quantizes_activations(m) ? 4e-2 : 1e-2;
+}
+
+struct Case {
+  QuantMethod quant = QuantMethod::kBF16;
+  int group_size = 128;
+  RoutingMethod routing = RoutingMethod::kSoftmaxTopK;
+  Activation activation = Activation::kSwiGLU;
+  int experts = 16, top_k = 4, shared = 1, local_offset = 0, local_count = -1;
+  int64_t hidden = 384, inter = 256, tokens = 33, max_tokens = 0;
+  bool bias = false;
+  RoutingSkew skew = RoutingSkew::kUniform;
+  std::vector<int> only_experts;  // kPrecomputed: route every token to these (in order)
+  int sample = 0;                 // tokens checked against the reference (0 = all)
+  uint64_t seed = 7;
+};
+
+MoEConfig make_config(const Case& c) {
+  MoEConfig cfg;
+  cfg.routing.num_experts = c.experts;
+  cfg.routing.top_k = c.top_k;
+  cfg.routing.method = c.routing;
+  if (c.routing == RoutingMethod::kDeepSeekV3) {
+    cfg.routing.n_group = 4;
+    cfg.routing.topk_group = 2;
+    cfg.routing.routed_scaling_factor = 2.5f;
+  }
+  cfg.quant.method = c.quant;
+  cfg.quant.group_size = c.group_size;
+  cfg.experts.hidden_size = c.hidden;
+  cfg.experts.intermediate_size = c.inter;
+  cfg.experts.local_expert_offset = c.local_offset;
+  cfg.experts.local_num_experts = c.local_count;
+  cfg.experts.num_shared_experts = c.shared;
+  cfg.activation = c.activation;
+  cfg.exec.max_num_tokens = std::max(c.tokens, c.max_tokens);
+  cfg.exec.device = Device::cuda(0);
+  cfg.exec.path = MoEPath::kDynamic;
+  cfg.exec.keep_host_weights = true;  // the reference reads the prepared copies
+  return cfg;
+}
+
+// Loads the routed experts that can be routed to (all local ones, or only `only_experts`) and
+// the shared ones, on all host threads (load_expert is safe for distinct experts; generating and
+// quantizing 257 experts is the slow part of these tests).
+void load_experts(MoELayer& layer, const Case& c) {
+  const MoEConfig& cfg = layer.config();
+  const int first = cfg.experts.local_expert_offset, count = cfg.experts.local_num_experts;
+  std::vector<int> todo;  // local index, or count + s for shared expert s
+  for (int e = 0; e < count; ++e) {
+    if (c.only_experts.empty() ||
+        std::find(c.only_experts.begin(), c.only_experts.end(), first + e) != c.only_experts.end())
+      todo.push_back(e);
+  }
+  for (int s = 0; s < cfg.experts.num_shared_experts; ++s) todo.push_back(count + s);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&] {
+    for (size_t i = next++; i < todo.size() && !failed; i = next++) {
+      const int idx = todo[i];
+      const bool shared = idx >= count;
+      try {
+        HostExpert he =
+            make_random_expert(cfg, c.seed, shared ? c.experts + idx - count : first + idx, c.bias);
+        if (shared) {
+          layer.load_shared_expert(idx - count, he.view(cfg));
+        } else {
+          layer.load_expert(idx, he.view(cfg));
+        }
+      } catch (const std::exception& e) {
+        failed = true;
+        ADD_FAILURE() << "loading expert " << idx << ": " << e.what();
+      }
+    }
+  };
+  const size_t threads =
+      std::min<size_t>(todo.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
+
+// Host inputs of one forward.
+struct Inputs {
+  int64_t tokens = 0;
+  std::vector<uint16_t> hidden;  // [T, H] bf16
+  std::vector<float> hidden_f;   // the same values
+  std::vector<float> logits, bias;
+  std::vector<int32_t> ids;  // kPrecomputed
+  std::vector<float> weights;
+};
+
+Inputs make_inputs(const Case& c, int64_t tokens) {
+  Inputs in;
+  in.tokens = tokens;
+  in.hidden = make_hidden(c.seed + 1, tokens, c.hidden);
+  in.hidden_f.resize(in.hidden.size());
+  for (size_t i = 0; i < in.hidden.size(); ++i) in.hidden_f[i] = bf16_to_float(in.hidden[i]);
+  in.logits = make_router_logits(c.seed + 2, tokens, c.experts, c.skew);
+  if (routing_uses_bias(c.routing)) in.bias = make_correction_bias(c.seed + 3, c.experts);
+  if (c.routing == RoutingMethod::kPrecomputed) {
+    in.ids.resize(static_cast<size_t>(tokens * c.top_k));
+    in.weights.resize(in.ids.size());
+    if (!c.only_experts.empty()) {
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int k = 0; k < c.top_k; ++k) {
+          in.ids[static_cast<size_t>(t * c.top_k + k)] = c.only_experts[k % c.only_experts.size()];
+          in.weights[static_cast<size_t>(t * c.top_k + k)] = 0.25f + 0.5f * k / c.top_k;
+        }
+    } else {  // softmax routing of the logits, then every 5th slot dropped (-1)
+      RoutingConfig rc;
+      rc.num_experts = c.experts;
+      rc.top_k = c.top_k;
+      route_cpu(rc, in.logits.data(), nullptr, tokens, in.ids.data(), in.weights.data());
+      for (size_t i = 0; i < in.ids.size(); i += 5) in.ids[i] = -1;
+    }
+  }
+  return in;
+}
+
+// Device copies of Inputs and the output buffer, with the views forward takes.
+class DeviceInputs {
+ public:
+  DeviceInputs(const Inputs& in, const Case& c)
+      : hidden_(in.hidden),
+        logits_(in.logits),
+        bias_(in.bias),
+        ids_(in.ids),
+        weights_(in.weights),
+        out_(static_cast<size_t>(in.tokens * c.hidden) * 2) {
+    const Device dev = Device::cuda(0);
+    view_.hidden = TensorView::contiguous(hidden_.get(), DType::kBF16, {in.tokens, c.hidden}, dev);
+    if (c.routing != RoutingMethod::kPrecomputed) {
+      view_.router_logits =
+          TensorView::contiguous(logits_.get(), DType::kF32, {in.tokens, c.experts}, dev);
+    }
+    if (!in.bias.empty())
+      view_.correction_bias = TensorView::contiguous(bias_.get(), DType::kF32, {c.experts}, dev);
+    if (c.routing == RoutingMethod::kPrecomputed) {
+      view_.topk_ids = TensorView::contiguous(ids_.get(), DType::kInt32, {in.tokens, c.top_k}, dev);
+      view_.topk_weights =
+          TensorView::contiguous(weights_.get(), DType::kF32, {in.tokens, c.top_k}, dev);
+    }
+    out_view_ = TensorView::contiguous(out_.get(), DType::kBF16, {in.tokens, c.hidden}, dev);
+  }
+  const MoEInputs& inputs() const { return view_; }
+  TensorView out() const { return out_view_; }
+  DeviceArray<uint16_t>& out_buffer() { return out_; }
+
+ private:
+  DeviceArray<uint16_t> hidden_;
+  DeviceArray<float> logits_, bias_;
+  DeviceArray<int32_t> ids_;
+  DeviceArray<float> weights_;
+  DeviceArray<uint16_t> out_;
+  MoEInputs view_;
+  TensorView out_view_;
+};
+
+std::vector<float> to_float(const std::vector<uint16_t>& bits) {
+  std::vector<float> f(bits.size());
+  for (size_t i = 0; i < bits.size(); ++i) f[i] = bf16_to_float(bits[i]);
+  return f;
+}
+
+// Tokens checked against the reference: all, or `sample` spread over the batch (first and last
+// included).
+std::vector<int64_t> sample_tokens(int64_t tokens, int sample) {
+  std::vector<int64_t> t;
+  if (sample <= 0 || sample >= tokens) {
+    for (int64_t i = 0; i < tokens; ++i) t.push_back(i);
+    return t;
+  }
+  for (int i = 0; i < sample; ++i) t.push_back(i * (tokens - 1) / (sample - 1));
+  return t;
+}
+
+// Checks out [T, H] against the reference on the sampled tokens, and that every element of every
+// token is finite (the output was poisoned with NaN before the run).
+void check_output(const MoELayer& layer, const Case& c, const Inputs& in,
+                  const std::vector<float>& out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(out[i])) << "token " << i / c.hidden << " col " << i % c.hidden;
+  }
+  const std::vector<int64_t> tokens = sample_tokens(in.tokens, c.sample);
+  const int64_t h = c.hidden, e = c.experts, k = c.top_k;
+  std::vector<float> hid, logits, weights;
+  std::vector<int32_t> ids;
+  for (int64_t t : tokens) {
+    hid.insert(hid.end(), in.hidden_f.begin() + t * h, in.hidden_f.begin() + (t + 1) * h);
+    if (!in.logits.empty())
+      logits.insert(logits.end(), in.logits.begin() + t * e, in.logits.begin() + (t + 1) * e);
+    if (!in.ids.empty()) {
+      ids.insert(ids.end(), in.ids.begin() + t * k, in.ids.begin() + (t + 1) * k);
+      weights.insert(weights.end(), in.weights.begin() + t * k, in.weights.begin() + (t + 1) * k);
+    }
+  }
+  ReferenceInputs ri;
+  ri.hidden = hid.data();
+  ri.tokens = static_cast<int64_t>(tokens.size());
+  ri.logits = logits.empty() ? nullptr : logits.data();
+  ri.bias = in.bias.empty() ? nullptr : in.bias.data();
+  ri.ids = ids.empty() ? nullptr : ids.data();
+  ri.weights = weights.empty() ? nullptr : weights.data();
+  const std::vector<double> ref = moe_reference(layer, ri);
+
+  std::vector<float> got;
+  for (int64_t t : tokens) got.insert(got.end(), out.begin() + t * h, out.begin() + (t + 1) * h);
+  const double tol = cuda_tolerance(c.quant);
+  EXPECT_LE(relative_l2(got.data(), ref.data(), static_cast<int64_t>(got.size())), tol);
+  // Per token (3x the layer bound: fewer elements, more spread); a token with no local expert
+  // and no shared expert must come out exactly zero.
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    double ref2 = 0.0;
+    for (int64_t j = 0; j < h; ++j) ref2 += ref[i * h + j] * ref[i * h + j];
+    if (ref2 == 0.0) {
+      for (int64_t j = 0; j < h; ++j) ASSERT_EQ(got[i * h + j], 0.0f) << "token " << tokens[i];
+    } else {
+      EXPECT_LE(relative_l2(&got[i * h], &ref[i * h], h), 3 * tol) << "token " << tokens[i];
+    }
+  }
+}
+
+std::vector<float> forward(MoELayer& layer, DeviceInputs& dev, cudaStream_t stream) {
+  dev.out_buffer().poison();
+  layer.forward(dev.inputs(), dev.out(), stream);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  return to_float(dev.out_buffer().download());
+}
+
+void run_case(const Case& c) {
+  MoELayer layer(make_config(c));
+  load_experts(layer, c);
+  const Inputs in = make_inputs(c, c.tokens);
+  DeviceInputs dev(in, c);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  const std::vector<float> out = forward(layer, dev, stream);
+  check_output(layer, c, in, out);
+  cudaStreamDestroy(stream);
+}
+
+std::string case_name(const Case& c) {
+  return std::string(quant_name(c.quant)) + "/" + std::string(routing_name(c.routing)) + "/" +
+         std::string(activation_name(c.activation)) + "/T" + std::to_string(c.tokens);
+}
+
+const QuantMethod kAllQuant[] = {QuantMethod::kBF16,        QuantMethod::kFP8PerTensor,
+                                 QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A16,
+                                 QuantMethod::kMXFP4W4A8,   QuantMethod::kNVFP4W4A16,
+                                 QuantMethod::kInt4W4A16};
+
+class MoECudaQuant : public ::testing::TestWithParam<QuantMethod> {};
+
+// Every routing method (SwiGLU, one shared expert), 33 tokens, H = 384 and I = 256 (multiples of
+// every format's block).
+TEST_P(MoECudaQuant, EveryRoutingMethod) {
+  SERVEKIT_REQUIRE_GPU();
+  const RoutingMethod methods[] = {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax,
+                                   RoutingMethod::kDeepSeekV3,  RoutingMethod::kLlama4,
+                                   RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax,
+                                   RoutingMethod::kPrecomputed};
+  for (RoutingMethod m : methods) {
+    Case c;
+    c.quant = GetParam();
+    c.routing = m;
+    SCOPED_TRACE(case_name(c));
+    run_case(c);
+  }
+}
+
+// Every activation, with w13/w2 biases, and without shared experts for ReLU².
+TEST_P(MoECudaQuant, EveryActivationWithBias) {
+  SERVEKIT_REQUIRE_GPU();
+  const Activation acts[] = {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI,
+                             Activation::kReLU2};
+  for (Activation a : acts) {
+    Case c;
+    c.quant = GetParam();
+    c.activation = a;
+    c.bias = true;
+    c.shared = a == Activation::kReLU2 ? 0 : 2;
+    SCOPED_TRACE(case_name(c));
+    run_case(c);
+  }
+}
+
+// Expert parallelism: experts [4, 12) of 16 are local; precomputed ids with dropped slots and
+// non-local experts, which contribute nothing.
+TEST_P(MoECudaQuant, ExpertParallelLocalRange) {
+  SERVEKIT_REQUIRE_GPU();
+  Case c;
+  c.quant = GetParam();
+  c.routing = RoutingMethod::kPrecomputed;
+  c.local_offset = 4;
+  c.local_count = 8;
+  c.shared = 0;
+  c.tokens = 57;
+  SCOPED_TRACE(case_name(c));
+  run_case(c);
+  c.shared = 1;
+  c.routing = RoutingMethod::kSoftmaxTopK;
+  run_case(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFormats, MoECudaQuant, ::testing::ValuesIn(kAllQuant),
+                         [](const auto& info) { return std::string(quant_name(info.param)); });
+
+// The odd sizes of BENCH.md where each format's block allows: H = 2880, I = 1856, E = 257,
+// top-k = 6, one shared expert. Routing is precomputed onto 8 experts spread over the range
+// (including the last, 256) so only those are generated; 24 tokens.
+TEST(MoECuda, OddSizes) {
+  SERVEKIT_REQUIRE_GPU();
+  struct Variant {
+    QuantMethod quant;
+    int group;
+    int64_t hidden, inter;
+  };
+  // fp8_block128 and mxfp4_w4a8 need multiples of 128: 2944 = 23 x 128, 1920 = 15 x 128.
+  const Variant variants[] = {
+      {QuantMethod::kBF16, 128, 2880, 1856},       {QuantMethod::kFP8PerTensor, 128, 2880, 1856},
+      {QuantMethod::kMXFP4W4A16, 128, 2880, 1856}, {QuantMethod::kNVFP4W4A16, 128, 2880, 1856},
+      {QuantMethod::kInt4W4A16, 64, 2880, 1856},   {QuantMethod::kFP8Block128, 128, 2944, 1920},
+      {QuantMethod::kMXFP4W4A8, 128, 2944, 1920}};
+  for (const Variant& v : variants) {
+    Case c;
+    c.quant = v.quant;
+    c.group_size = v.group;
+    c.hidden = v.hidden;
+    c.inter = v.inter;
+    c.experts = 257;
+    c.top_k = 6;
+    c.shared = 1;
+    c.tokens = 24;
+    c.routing = RoutingMethod::kPrecomputed;
+    c.only_experts = {256, 0, 129, 7, 200, 64, 255, 31};
+    SCOPED_TRACE(case_name(c));
+    run_case(c);
+  }
+}
+
+// Skewed routing: Zipf-like logits, and every token on the same two experts (one group holds
+// all 2048 x 2 rows).
+TEST(MoECuda, SkewedRouting) {
+  SERVEKIT_REQUIRE_GPU();
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128}) {
+    Case c;
+    c.quant = q;
+    c.hidden = 1024;
+    c.inter = 512;
+    c.tokens = 2048;
+    c.sample = 48;
+    c.skew = RoutingSkew::kSkewed;
+    SCOPED_TRACE(case_name(c) + "/zipf");
+    run_case(c);
+    c.routing = RoutingMethod::kPrecomputed;
+    c.top_k = 2;
+    c.only_experts = {9, 2};
+    SCOPED_TRACE(case_name(c) + "/two-experts");
+    run_case(c);
+  }
+}
+
+// Token counts 1, 7, 128, 2048 and 8192 through one layer sized for 8192 (E = 64, top-8,
+// H = 1024, I = 512: ~1000 rows per expert at 8192 tokens), reference on 32 tokens spread over
+// the batch. Per-tensor
+// fp8 takes its scales over the whole batch, so a token subset would not reproduce them: it is
+// checked on all tokens at the smaller counts.
+TEST(MoECuda, TokenCounts) {
+  SERVEKIT_REQUIRE_GPU();
+  for (QuantMethod q :
+       {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kFP8PerTensor}) {
+    Case c;
+    c.quant = q;
+    c.experts = 64;
+    c.top_k = 8;
+    c.shared = 0;
+    c.hidden = 1024;
+    c.inter = 512;
+    c.max_tokens = 8192;
+    MoELayer layer(make_config(c));
+    load_experts(layer, c);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    for (int64_t t : {1, 7, 128, 2048, 8192}) {
+      if (q == QuantMethod::kFP8PerTensor && t > 128) continue;
+      c.tokens = t;
+      c.sample = q == QuantMethod::kFP8PerTensor ? 0 : 32;
+      SCOPED_TRACE(case_name(c));
+      const Inputs in = make_inputs(c, t);
+      DeviceInputs dev(in, c);
+      check_output(layer, c, in, forward(layer, dev, stream));
+    }
+    cudaStreamDestroy(stream);
+  }
+}
+
+// A forward captured in a CUDA graph and replayed gives bit-identical output to the eager run;
+// an eager forward allocates no device memory; two runs are bit-identical (no atomics order).
+TEST(MoECuda, GraphReplayNoAllocationDeterminism) {
+  SERVEKIT_REQUIRE_GPU();
+  for (QuantMethod q :
+       {QuantMethod::kBF16, QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
+    Case c;
+    c.quant = q;
+    c.tokens = 96;
+    c.max_tokens = 256;
+    c.hidden = 512;
+    c.inter = 384;
+    c.routing = RoutingMethod::kDeepSeekV3;
+    SCOPED_TRACE(case_name(c));
+    MoELayer layer(make_config(c));
+    load_experts(layer, c);
+    const Inputs in = make_inputs(c, c.tokens);
+    DeviceInputs dev(in, c);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    const std::vector<float> eager = forward(layer, dev, stream);  // also loads every kernel
+    check_output(layer, c, in, eager);
+
+    size_t free_before = 0, free_after = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
+    const std::vector<float> again = forward(layer, dev, stream);
+    ASSERT_EQ(cudaMemGetInfo(&free_after, &total), cudaSuccess);
+    EXPECT_EQ(free_before, free_after) << "forward allocated device memory";
+    EXPECT_EQ(std::memcmp(eager.data(), again.data(), eager.size() * sizeof(float)), 0);
+
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    layer.forward(dev.inputs(), dev.out(), stream);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int replay = 0; replay < 2; ++replay) {
+      dev.out_buffer().poison();
+      ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const std::vector<float> replayed = to_float(dev.out_buffer().download());
+      EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(float)), 0)
+          << "replay " << replay;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+  }
+}
+
+}  // namespace
+}  // namespace servekit

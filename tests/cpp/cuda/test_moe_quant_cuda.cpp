@@ -1,0 +1,245 @@
+// GPU tests of the row kernels around the grouped GEMMs (src/cuda/moe_quant.h), on a plan built
+// by hand: the gather + quantize must reproduce quant.h's host quantizers bit for bit, and the
+// activation + quantize must match an fp64 activation within the rounding of its output format.
+// Rows past the plan's total must stay untouched.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/device_array.h"
+#include "cuda/grouped_gemm.h"
+#include "cuda/moe_plan.h"
+#include "cuda/moe_quant.h"
+#include "gpu_test_util.h"
+#include "servekit/formats.h"
+#include "servekit/quant.h"
+
+namespace servekit::cuda {
+namespace {
+
+using testing::DeviceArray;
+
+// A plan of 5 groups over `tokens` tokens: sizes {0, 40, 3, 61, 0} (104 rows), random tokens.
+struct HostPlan {
+  std::vector<int32_t> offsets, row_token, row_group;
+  int64_t rows = 0, capacity = 0;
+};
+
+HostPlan make_plan(int64_t tokens, uint64_t seed) {
+  const std::vector<int> sizes = {0, 40, 3, 61, 0};
+  std::mt19937_64 rng(seed);
+  HostPlan p;
+  p.offsets.push_back(0);
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    for (int i = 0; i < sizes[g]; ++i) {
+      p.row_token.push_back(static_cast<int32_t>(rng() % tokens));
+      p.row_group.push_back(static_cast<int32_t>(g));
+    }
+    p.offsets.push_back(p.offsets.back() + sizes[g]);
+  }
+  p.rows = p.offsets.back();
+  p.capacity = p.rows + 9;  // rows past the total must stay poisoned
+  p.row_token.resize(static_cast<size_t>(p.capacity), 0);
+  p.row_group.resize(static_cast<size_t>(p.capacity), 0);
+  return p;
+}
+
+struct DevicePlan {
+  explicit DevicePlan(const HostPlan& p)
+      : offsets(p.offsets), row_token(p.row_token), row_group(p.row_group) {
+    plan.num_groups = static_cast<int>(p.offsets.size()) - 1;
+    plan.group_offsets = offsets.get();
+    plan.row_token = row_token.get();
+    plan.row_group = row_group.get();
+  }
+  DeviceArray<int32_t> offsets, row_token, row_group;
+  PlanBuffers plan;
+};
+
+std::vector<float> random_bf16_values(size_t n, float scale, uint64_t seed,
+                                      std::vector<uint16_t>& bits) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, scale);
+  bits.resize(n);
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i) {
+    bits[i] = float_to_bf16(normal(rng));
+    f[i] = bf16_to_float(bits[i]);
+  }
+  return f;
+}
+
+// Gather + quantize against quant.h's quantizers, bit for bit. H = 2944 (23 scale blocks).
+TEST(MoEQuantCuda, GatherMatchesHostQuantizers) {
+  SERVEKIT_REQUIRE_GPU();
+  const int64_t tokens = 37, h = 2944, kb = h / 128;
+  std::vector<uint16_t> hidden_bits;
+  const std::vector<float> hidden =
+      random_bf16_values(static_cast<size_t>(tokens * h), 1.0f, 11, hidden_bits);
+  const HostPlan hp = make_plan(tokens, 5);
+  DevicePlan dp(hp);
+  DeviceArray<uint16_t> d_hidden(hidden_bits);
+
+  std::vector<uint8_t> pt_codes(hidden.size()), blk_codes(hidden.size());
+  std::vector<float> blk_scales(static_cast<size_t>(tokens * kb));
+  const float pt_scale = quantize_act_fp8_per_tensor(hidden.data(), tokens, h, pt_codes.data());
+  quantize_act_fp8_block128(hidden.data(), tokens, h, blk_codes.data(), blk_scales.data());
+
+  for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8PerTensor, ActFormat::kFP8Block128,
+                      ActFormat::kFP8Block128AsBF16}) {
+    SCOPED_TRACE(static_cast<int>(f));
+    const size_t bytes = act_element_bytes(f);
+    DeviceArray<uint8_t> rows(static_cast<size_t>(hp.capacity * h) * bytes);
+    DeviceArray<float> scales(static_cast<size_t>(hp.capacity * kb)), tensor_scale(1);
+    DeviceArray<unsigned> amax(1);
+    rows.poison();
+    scales.poison();
+    const ActBuffers out{rows.get(), scales.get(), tensor_scale.get(), amax.get()};
+    launch_gather_quantize(f, d_hidden.get(), tokens, h, dp.plan, hp.capacity, out, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const std::vector<uint8_t> got = rows.download();
+    const std::vector<float> got_scales = scales.download();
+
+    for (int64_t r = 0; r < hp.rows; ++r) {
+      const int64_t t = hp.row_token[static_cast<size_t>(r)];
+      const int g = hp.row_group[static_cast<size_t>(r)];
+      const int64_t begin = hp.offsets[g], m = hp.offsets[g + 1] - begin;
+      for (int64_t c = 0; c < h; ++c) {
+        const size_t src = static_cast<size_t>(t * h + c), dst = static_cast<size_t>(r * h + c);
+        uint16_t b16 = 0;
+        if (bytes == 2) std::memcpy(&b16, &got[2 * dst], 2);
+        switch (f) {
+          case ActFormat::kBF16:
+            ASSERT_EQ(b16, hidden_bits[src]) << "row " << r << " col " << c;
+            break;
+          case ActFormat::kFP8PerTensor:
+            ASSERT_EQ(got[dst], pt_codes[src]) << "row " << r << " col " << c;
+            break;
+          case ActFormat::kFP8Block128:
+            ASSERT_EQ(got[dst], blk_codes[src]) << "row " << r << " col " << c;
+            break;
+          case ActFormat::kFP8Block128AsBF16: {
+            const float deq = e4m3_to_float(blk_codes[src]) * blk_scales[t * kb + c / 128];
+            ASSERT_EQ(b16, float_to_bf16(deq)) << "row " << r << " col " << c;
+            break;
+          }
+        }
+      }
+      if (f == ActFormat::kFP8Block128) {
+        for (int64_t j = 0; j < kb; ++j) {
+          const float s = got_scales[static_cast<size_t>(a_block_scale_index(begin, m, kb, r, j))];
+          ASSERT_EQ(s, blk_scales[static_cast<size_t>(t * kb + j)]) << "row " << r << " blk " << j;
+        }
+      }
+    }
+    if (f == ActFormat::kFP8PerTensor) {
+      EXPECT_EQ(tensor_scale.download()[0], pt_scale);
+    }
+    for (size_t i = static_cast<size_t>(hp.rows * h) * bytes; i < got.size(); ++i)
+      ASSERT_EQ(got[i], 0xFF) << "byte " << i << " past the plan's rows was written";
+  }
+}
+
+double activation_ref(Activation a, double g, double u) {
+  const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+  switch (a) {
+    case Activation::kSwiGLU:
+      return g * sigmoid(g) * u;
+    case Activation::kGeGLU:
+      return 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0))) * u;
+    case Activation::kSwiGLUOAI: {
+      const double gc = std::min(g, 7.0), uc = std::min(std::max(u, -7.0), 7.0);
+      return (uc + 1.0) * gc * sigmoid(1.702 * gc);
+    }
+    case Activation::kReLU2:
+      return g > 0.0 ? g * g : 0.0;
+  }
+  return 0.0;
+}
+
+// Activation + bias + quantize against an fp64 activation of the same bf16 inputs. I = 384.
+// Bounds: bf16 output within its rounding (2^-9 relative) plus fp32 math (1e-5 absolute); e4m3
+// within half a step (2^-4 relative for normals, 2^-10 * scale below) of the exact value, with the
+// scale amax/448 of the fp32 values (1e-5 relative from the fp32 activation).
+TEST(MoEQuantCuda, ActivationMatchesReference) {
+  SERVEKIT_REQUIRE_GPU();
+  const int64_t inter = 384, kb = inter / 128;
+  const HostPlan hp = make_plan(64, 9);
+  DevicePlan dp(hp);
+  for (Activation act :
+       {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI, Activation::kReLU2}) {
+    const bool gated = act != Activation::kReLU2;
+    const int64_t width = gated ? 2 * inter : inter;
+    std::vector<uint16_t> h_bits;
+    const std::vector<float> h1 = random_bf16_values(static_cast<size_t>(hp.capacity * width), 3.0f,
+                                                     21 + static_cast<int>(act), h_bits);
+    std::vector<uint16_t> unused;
+    const std::vector<float> bias =
+        random_bf16_values(static_cast<size_t>(5 * width), 0.5f, 31, unused);
+    DeviceArray<uint16_t> d_h(h_bits);
+    DeviceArray<float> d_bias(bias);
+
+    std::vector<double> ref(static_cast<size_t>(hp.rows * inter));
+    double amax = 0.0;
+    for (int64_t r = 0; r < hp.rows; ++r) {
+      const int g = hp.row_group[static_cast<size_t>(r)];
+      for (int64_t i = 0; i < inter; ++i) {
+        const double gate = double{h1[r * width + i]} + bias[g * width + i];
+        const double up =
+            gated ? double{h1[r * width + inter + i]} + bias[g * width + inter + i] : 0.0;
+        ref[static_cast<size_t>(r * inter + i)] = activation_ref(act, gate, up);
+        amax = std::max(amax, std::abs(ref[static_cast<size_t>(r * inter + i)]));
+      }
+    }
+    for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8PerTensor, ActFormat::kFP8Block128}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(act)) + "/" +
+                   std::to_string(static_cast<int>(f)));
+      const size_t bytes = act_element_bytes(f);
+      DeviceArray<uint8_t> rows(static_cast<size_t>(hp.capacity * inter) * bytes);
+      DeviceArray<float> scales(static_cast<size_t>(hp.capacity * kb)), tensor_scale(1);
+      DeviceArray<unsigned> amax_bits(1);
+      rows.poison();
+      const ActBuffers out{rows.get(), scales.get(), tensor_scale.get(), amax_bits.get()};
+      launch_activation_quantize(f, act, d_h.get(), d_bias.get(), inter, dp.plan, hp.capacity, out,
+                                 nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<uint8_t> got = rows.download();
+      const std::vector<float> got_scales = scales.download();
+      const float ts = tensor_scale.download()[0];
+      if (f == ActFormat::kFP8PerTensor) {
+        EXPECT_NEAR(ts, amax / 448.0, 1e-5 * amax / 448.0);
+      }
+
+      for (int64_t r = 0; r < hp.rows; ++r) {
+        const int g = hp.row_group[static_cast<size_t>(r)];
+        const int64_t begin = hp.offsets[g], m = hp.offsets[g + 1] - begin;
+        for (int64_t i = 0; i < inter; ++i) {
+          const double v = ref[static_cast<size_t>(r * inter + i)];
+          const size_t at = static_cast<size_t>(r * inter + i);
+          if (f == ActFormat::kBF16) {
+            uint16_t b16 = 0;
+            std::memcpy(&b16, &got[2 * at], 2);
+            ASSERT_NEAR(bf16_to_float(b16), v, std::abs(v) / 256.0 + 1e-5)
+                << "row " << r << " col " << i;
+            continue;
+          }
+          const double s =
+              f == ActFormat::kFP8PerTensor
+                  ? ts
+                  : got_scales[static_cast<size_t>(a_block_scale_index(begin, m, kb, r, i / 128))];
+          const double deq = double{e4m3_to_float(got[at])} * s;
+          ASSERT_NEAR(deq, v, std::abs(v) / 16.0 + s / 512.0) << "row " << r << " col " << i;
+        }
+      }
+      for (size_t i = static_cast<size_t>(hp.rows * inter) * bytes; i < got.size(); ++i)
+        ASSERT_EQ(got[i], 0xFF) << "byte " << i << " past the plan's rows was written";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace servekit::cuda

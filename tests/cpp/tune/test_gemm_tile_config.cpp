@@ -1,0 +1,92 @@
+// CPU tests of the grouped-GEMM tile configuration (src/cuda/gemm_tile_config.h): the compiled
+// tiles respect the sm90 hardware limits they were chosen against, and the run-time choice is
+// what the comments promise for the preset shapes.
+#include <gtest/gtest.h>
+
+#include "cuda/gemm_tile_config.h"
+
+namespace servekit::cuda {
+namespace {
+
+constexpr GemmOperand kOperands[] = {GemmOperand::kBF16, GemmOperand::kFP8PerTensor,
+                                     GemmOperand::kFP8Block128};
+
+// fp32 accumulator registers per math thread: cooperative spreads a tile over 2 warp groups
+// (256 threads), ping-pong gives each warp group (128 threads) a whole tile; the blockwise
+// mainloop keeps a second accumulator for the scale promotion.
+int accumulators_per_thread(GemmOperand op, const GemmTileConfig& t) {
+  const int threads = t.schedule == GemmSchedule::kCooperative ? 256 : 128;
+  const int per = t.tile_m * t.tile_n / threads;
+  return op == GemmOperand::kFP8Block128 ? 2 * per : per;
+}
+
+TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
+  for (GemmOperand op : kOperands) {
+    SCOPED_TRACE(static_cast<int>(op));
+    const GemmTileConfig t = compiled_tile_config(op);
+    EXPECT_EQ(t.tile_m % 64, 0) << "wgmma M granule is 64";
+    if (t.schedule == GemmSchedule::kCooperative) {
+      EXPECT_GE(t.tile_m, 128);
+    }
+    EXPECT_EQ(t.tile_k * gemm_operand_bytes(op) % 128, 0) << "whole 128-byte swizzle rows";
+    // 232 registers per math thread after setmaxnreg; more than 128 accumulators spill.
+    EXPECT_LE(accumulators_per_thread(op, t), 128);
+    // At least 3 pipeline stages in 227 KB of shared memory, leaving 32 KB for the epilogue.
+    const int stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * gemm_operand_bytes(op);
+    EXPECT_GE((227 - 32) * 1024 / stage_bytes, 3);
+    // MoE groups are a few tiles tall: a cluster along M would pad every group to 2 tiles.
+    EXPECT_EQ(t.cluster_m, 1);
+    EXPECT_LE(t.cluster_m * t.cluster_n, 2);
+  }
+  const GemmTileConfig b = compiled_tile_config(GemmOperand::kFP8Block128);
+  EXPECT_EQ(b.tile_k, 128) << "one activation/weight scale block per K tile";
+  EXPECT_EQ(b.tile_n % 128, 0) << "whole weight scale blocks along N";
+}
+
+TEST(GemmTileConfig, ChoiceUsesTheCompiledTile) {
+  for (GemmOperand op : kOperands) {
+    const GemmDesc d{op, 4096, 7168, 257, 73728 / 257};
+    EXPECT_TRUE(choose_gemm_config(d).tile == compiled_tile_config(op));
+  }
+}
+
+TEST(GemmTileConfig, RasterFollowsTheLargerOperand) {
+  // deepseek-v3 GEMM1 at 8192 tokens: ~256 rows per expert vs N = 2I = 4096: weights dominate.
+  EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 4096, 7168, 257, 287}).raster,
+            GemmRaster::kAlongM);
+  // mixtral GEMM2 at 8192 tokens: 2048 rows per expert vs N = H = 4096: still along M.
+  EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 4096, 14336, 8, 2048}).raster,
+            GemmRaster::kAlongM);
+  // A group 5x taller than wide reuses A instead (4 * 512 = 2048 < 2560).
+  EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 512, 4096, 1, 2560}).raster,
+            GemmRaster::kAlongN);
+  EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 512, 4096, 1, 2560}).max_swizzle, 1);
+}
+
+TEST(GemmTileConfig, ShapeSupport) {
+  // bf16: 16-byte rows need K % 8 == 0; fp8: K % 16 == 0; block128: K % 128 == 0.
+  EXPECT_TRUE(gemm_shape_supported({GemmOperand::kBF16, 3712, 2880, 4, 0}));
+  EXPECT_TRUE(gemm_shape_supported({GemmOperand::kFP8PerTensor, 3712, 2880, 4, 0}));
+  EXPECT_FALSE(gemm_shape_supported({GemmOperand::kFP8Block128, 3712, 2880, 4, 0}));   // 22.5
+  EXPECT_TRUE(gemm_shape_supported({GemmOperand::kFP8Block128, 2880, 2944, 4, 0}));    // 23
+  EXPECT_FALSE(gemm_shape_supported({GemmOperand::kBF16, 3712, 2884, 4, 0}));          // 2884 % 8
+  EXPECT_FALSE(gemm_shape_supported({GemmOperand::kFP8PerTensor, 3712, 2888, 4, 0}));  // % 16
+  EXPECT_FALSE(gemm_shape_supported({GemmOperand::kBF16, 3714, 2880, 4, 0}));          // N % 8
+  EXPECT_FALSE(gemm_shape_supported({GemmOperand::kBF16, 3712, 2880, 0, 0}));          // no groups
+}
+
+TEST(GemmTileConfig, PaddedRows) {
+  const GemmTileConfig t = compiled_tile_config(GemmOperand::kBF16);  // tile M 128, cluster 1
+  EXPECT_EQ(gemm_padded_rows(t, 0), 0);
+  EXPECT_EQ(gemm_padded_rows(t, 1), 128);
+  EXPECT_EQ(gemm_padded_rows(t, 128), 128);
+  EXPECT_EQ(gemm_padded_rows(t, 129), 256);
+  EXPECT_EQ(gemm_padded_rows(t, 300), 384);  // 3 tiles
+  GemmTileConfig c = t;
+  c.cluster_m = 2;  // a 2-CTA cluster along M pads to 256
+  EXPECT_EQ(gemm_padded_rows(c, 129), 256);
+  EXPECT_EQ(gemm_padded_rows(c, 300), 512);
+}
+
+}  // namespace
+}  // namespace servekit::cuda
