@@ -73,7 +73,7 @@ inline RefCheck reference_check(const MoELayer& layer, const std::vector<uint16_
   const MoEConfig& cfg = layer.config();
   const int64_t H = cfg.experts.hidden_size, E = cfg.routing.num_experts;
   RefCheck c;
-  c.tolerance = moe_tolerance(cfg.quant.method);
+  c.tolerance = moe_tolerance(cfg.quant.method, cfg.exec.device.type);
   c.gate = c.tolerance;
   const bool per_tensor = cfg.quant.method == QuantMethod::kFP8PerTensor;
   if (per_tensor && tokens <= fp8_full_max) {

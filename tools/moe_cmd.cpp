@@ -346,7 +346,7 @@ bool check_output(const MoELayer& layer, const MoERun& run, const HostInputs& in
   ref_in.bias = in.bias.empty() ? nullptr : in.bias.data();
   const std::vector<double> ref = moe_reference(layer, ref_in);
   const double err = relative_l2(out_f.data(), ref.data(), static_cast<int64_t>(out_f.size()));
-  const double tol = moe_tolerance(run.cfg.quant.method);
+  const double tol = moe_tolerance(run.cfg.quant.method, run.cfg.exec.device.type);
   const bool pass = err <= tol;  // false for NaN too
   std::printf("check: %s rel_l2=%.3e tol=%.3e\n", pass ? "pass" : "FAIL", err, tol);
   return pass;

@@ -152,7 +152,18 @@ double relative_l2(const float* out, const double* ref, int64_t n) {
   return std::sqrt(err / norm);
 }
 
-double moe_tolerance(QuantMethod m) {
+double moe_tolerance(QuantMethod m, DeviceType backend) {
+  if (backend == DeviceType::kCUDA) {
+    // Beyond what the reference models, the CUDA path rounds the GEMM1 output, the GEMM2 output
+    // and the layer output to bf16 (2^-9/sqrt(3) ~ 1.1e-3 relative RMS each), and the interim
+    // 4-bit path rounds dequantized weights to bf16 (another ~1.1e-3): ~2.5e-3 expected before
+    // SwiGLU's amplification, 4.2e-3 measured on the H200; 1e-2 allowed. fp8 activations: the
+    // intermediate is quantized to e4m3 from values that differ from the reference's by that
+    // bf16 rounding, which flips ~2% of the e4m3 roundings by one step (2^-3 relative):
+    // ~1.2e-2 expected, 1.3e-2..1.9e-2 measured; 4e-2 allowed. A wrong scale, a missing bias or a
+    // swapped gate/up costs > 10x more.
+    return quantizes_activations(m) ? 4e-2 : 1e-2;
+  }
   // Both sides use the same prepared weights and the same quantizers, so weight quantization
   // error cancels. What remains is the bf16 rounding of the layer output: up to half an ulp,
   // 2^-9 relative, measured 1.65e-3 mean and 1.9e-3 max relative L2 over the test sweep (every

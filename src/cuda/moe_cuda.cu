@@ -270,7 +270,10 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   auto* scalars = scalars_.get<float>();
   auto* amax = reinterpret_cast<unsigned*>(scalars + 2);
   const cuda::ActBuffers a1{x_.get(), sfa1_.get<float>(), scalars + 0, amax + 0};
-  cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_, plan_, capacity_,
+  // Row kernels size their grids by the most rows this call can have, not the layer's capacity:
+  // a decode step on a layer declared for 8192 tokens must not launch 8192 tokens' worth of CTAs.
+  const int64_t rows_bound = cuda::plan_capacity_rows(tokens, top_k_, num_shared_);
+  cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_, plan_, rows_bound,
                                a1, stream);
 
   cuda::GroupedGemmOperands g1;
@@ -287,7 +290,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
   cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(),
                                    has_b13_.load() ? b13_.get<float>() : nullptr, inter_, plan_,
-                                   capacity_, a2, stream);
+                                   rows_bound, a2, stream);
 
   cuda::GroupedGemmOperands g2;
   g2.group_offsets = plan_.group_offsets;
