@@ -4,10 +4,12 @@
 // Only the experts the random router logits actually select are generated and loaded, so a
 // deepseek-v3 layer (256 experts, ~44 GB in bf16) on a few tokens fits in a small machine.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -54,7 +56,8 @@ void print_moe_usage() {
       "                       device is present, else cpu)\n"
       "  --routing R          uniform | skewed router logits (default uniform)\n"
       "  --seed S             seed of weights and inputs (default 1)\n"
-      "  --threads N          CPU backend threads, 0 = all hardware threads (default 0)\n"
+      "  --threads N          host threads for the CPU backend and for generating weights,\n"
+      "                       0 = all hardware threads (default 0)\n"
       "  --repeats R          timed runs after one warm-up; the median is reported\n"
       "                       (default 20 on cuda, 3 on cpu)\n"
       "  --check              compare the output against the fp64 reference; the last line is\n"
@@ -119,6 +122,12 @@ MoERun parse_moe_run(int argc, char** argv) {
   return run;
 }
 
+// Host threads for the CPU backend and for generating weights: --threads, 0 = all.
+unsigned host_threads(const ExecutionConfig& exec) {
+  return exec.num_threads > 0 ? static_cast<unsigned>(exec.num_threads)
+                              : std::max(1u, std::thread::hardware_concurrency());
+}
+
 // Host-side inputs of one run, generated from the seed.
 struct HostInputs {
   std::vector<uint16_t> hidden;  // [T, H] bf16 bits
@@ -135,9 +144,49 @@ HostInputs make_inputs(const MoERun& run) {
   return in;
 }
 
+// Generates and loads experts[i] for every i, on `threads` host threads (MoELayer::load_expert
+// may run concurrently for distinct experts; generating deepseek-v3's experts one by one takes
+// minutes). An index >= E_local is shared expert index - E_local. Rethrows the first error.
+void load_experts(MoELayer& layer, const MoERun& run, const std::vector<int>& experts,
+                  unsigned threads) {
+  const MoEConfig& cfg = run.cfg;
+  const int local_experts = cfg.experts.local_num_experts;
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+  auto worker = [&] {
+    for (size_t i = next++; i < experts.size() && !failed; i = next++) {
+      try {
+        const int index = experts[i];
+        const bool shared = index >= local_experts;
+        // Random weights are keyed by global id, shared experts following the routed ones.
+        const int global = shared ? cfg.routing.num_experts + (index - local_experts)
+                                  : cfg.experts.local_expert_offset + index;
+        HostExpert e = make_random_expert(cfg, run.seed, global, run.preset->has_bias);
+        if (shared)
+          layer.load_shared_expert(index - local_experts, e.view(cfg));
+        else
+          layer.load_expert(index, e.view(cfg));
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < std::min<size_t>(threads, experts.size()); ++t)
+    pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
 // Routes on the host exactly as the layer will, and loads only the local experts selected, plus
 // every shared expert. Returns the number of distinct routed experts loaded.
-int load_touched_experts(MoELayer& layer, const MoERun& run, const HostInputs& in) {
+int load_touched_experts(MoELayer& layer, const MoERun& run, const HostInputs& in,
+                         unsigned threads) {
   const MoEConfig& cfg = run.cfg;
   const int k = cfg.routing.top_k;
   std::vector<int32_t> ids(static_cast<size_t>(run.tokens * k));
@@ -146,24 +195,19 @@ int load_touched_experts(MoELayer& layer, const MoERun& run, const HostInputs& i
             ids.data(), weights.data());
 
   const int offset = cfg.experts.local_expert_offset;
-  std::vector<bool> touched(static_cast<size_t>(cfg.experts.local_num_experts), false);
+  const int local_experts = cfg.experts.local_num_experts;
+  std::vector<bool> touched(static_cast<size_t>(local_experts), false);
   for (int32_t id : ids) {
     const int local = id - offset;
-    if (id >= 0 && local >= 0 && local < cfg.experts.local_num_experts) touched[local] = true;
+    if (id >= 0 && local >= 0 && local < local_experts) touched[local] = true;
   }
-  int count = 0;
-  for (int local = 0; local < cfg.experts.local_num_experts; ++local) {
-    if (!touched[local]) continue;
-    HostExpert e = make_random_expert(cfg, run.seed, offset + local, run.preset->has_bias);
-    layer.load_expert(local, e.view(cfg));
-    ++count;
-  }
-  for (int s = 0; s < cfg.experts.num_shared_experts; ++s) {
-    HostExpert e =
-        make_random_expert(cfg, run.seed, cfg.routing.num_experts + s, run.preset->has_bias);
-    layer.load_shared_expert(s, e.view(cfg));
-  }
-  return count;
+  std::vector<int> experts;
+  for (int local = 0; local < local_experts; ++local)
+    if (touched[local]) experts.push_back(local);
+  const int routed = static_cast<int>(experts.size());
+  for (int s = 0; s < cfg.experts.num_shared_experts; ++s) experts.push_back(local_experts + s);
+  load_experts(layer, run, experts, threads);
+  return routed;
 }
 
 double median(std::vector<double> v) {
@@ -267,9 +311,7 @@ std::vector<double> time_cuda(MoELayer& layer, const MoERun& run, const HostInpu
 
 std::string device_label(const ExecutionConfig& exec) {
   if (exec.device.is_cuda()) return exec.device.str();
-  const unsigned threads = exec.num_threads > 0 ? static_cast<unsigned>(exec.num_threads)
-                                                : std::max(1u, std::thread::hardware_concurrency());
-  return "cpu (" + std::to_string(threads) + " threads)";
+  return "cpu (" + std::to_string(host_threads(exec)) + " threads)";
 }
 
 // Prints a two-line table, each column as wide as the wider of its header and value.
@@ -312,7 +354,7 @@ bool check_output(const MoELayer& layer, const MoERun& run, const HostInputs& in
 
 int execute(MoELayer& layer, const MoERun& run) {
   const HostInputs in = make_inputs(run);
-  const int touched = load_touched_experts(layer, run, in);
+  const int touched = load_touched_experts(layer, run, in, host_threads(run.cfg.exec));
   std::vector<uint16_t> out(in.hidden.size(), kBF16NaN);
 #ifdef SERVEKIT_WITH_CUDA
   const std::vector<double> ms = run.cfg.exec.device.is_cuda() ? time_cuda(layer, run, in, out)
@@ -334,7 +376,7 @@ int execute(MoELayer& layer, const MoERun& run) {
       {"time (ms)", fixed(t_ms, 3)},
       {"tokens/s", fixed(static_cast<double>(run.tokens) / (t_ms * 1e-3), 0)},
   });
-  std::printf("(median of %d runs after one warm-up)\n", run.repeats);
+  std::printf("(median of %d run%s after one warm-up)\n", run.repeats, run.repeats == 1 ? "" : "s");
   if (!run.check) return 0;
   return check_output(layer, run, in, out) ? 0 : 1;
 }
