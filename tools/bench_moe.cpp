@@ -258,12 +258,12 @@ void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const Tensor
           },
           flusher, s, opt.warmup, opt.repeats);
       p.us = t.median_us;
-      if (download_bf16(out.data, out.numel(), s) != first)
-        p.note += std::string(p.note.empty() ? "" : "; ") + "replays differ from the first run";
       p.name = g.peer->name();
       p.note = g.peer->note();
+      if (download_bf16(out.data, out.numel(), s) != first)
+        p.note += std::string(p.note.empty() ? "" : "; ") + "replays differ from the first run";
       // A wrong peer is reported, not failed: its rel_l2 and bound are in the row.
-      if (!(p.rel_l2 <= std::max(check.gate, peer::peer_tolerance(g.cfg.quant.method))))
+      if (!(p.rel_l2 <= std::max(check.gate, g.peer->tolerance())))
         std::fprintf(stderr, "bench: WARNING: peer %s is wrong on %s %s T=%lld: rel_l2 %.3e\n",
                      p.name.c_str(), row.preset.c_str(), row.quant.c_str(),
                      static_cast<long long>(row.tokens), p.rel_l2);
@@ -278,7 +278,9 @@ void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const Tensor
   row.peer_us = p.us;
   row.peer_rel_l2 = p.rel_l2;
   row.peer_timing = p.timing;
-  row.peer_tolerance = std::max(check.gate, peer::peer_tolerance(g.cfg.quant.method));
+  row.peer_tolerance = std::max(check.gate, g.peer && g.peer->available()
+                                                ? g.peer->tolerance()
+                                                : peer::peer_tolerance(g.cfg.quant.method));
 }
 
 void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_tokens, int threads,

@@ -49,8 +49,8 @@ bool is_4bit(QuantMethod m) {
          m == QuantMethod::kNVFP4W4A16 || m == QuantMethod::kInt4W4A16;
 }
 
-int64_t pad4(int64_t x) {
-  return (x + 3) / 4 * 4;
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
 }
 
 // Runs fn(i) for i in [0, n) on `threads` host threads bound to `device`; rethrows the first
@@ -78,6 +78,12 @@ void parallel_for(int n, int threads, int device, Fn fn) {
 
 constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;  // cuBLAS and cuBLASLt workspaces
 constexpr int kThreads = 256;
+// fp8_per_tensor scalar scales sit 4 floats apart so that each is 16-byte aligned.
+constexpr int64_t kScalarStride = 4;
+
+unsigned grid_for(int64_t n) {
+  return static_cast<unsigned>(std::clamp<int64_t>((n + kThreads - 1) / kThreads, 1, 1024));
+}
 
 }  // namespace
 
@@ -86,16 +92,21 @@ struct CublasMoE::Impl {
   int device = 0;
   QuantMethod method = QuantMethod::kBF16;
   GemmKind kind = GemmKind::kBF16;
+  bool dequant = false;       // bf16 GEMMs on dequantized weights (4-bit formats, fp8 fallback)
+  bool fp8_fallback = false;  // an fp8 format that cuBLASLt cannot run here
   bool available = false;
   std::string note;
   int L = 0, S = 0, G = 0, K = 0;
   int64_t H = 0, I = 0, R = 0, max_tokens = 0, capacity = 0;
+  int row_align = 1;            // each group's rows padded to a multiple of this
+  int64_t padded_capacity = 0;  // rows of the GEMM buffers: capacity plus the padding
+  int64_t padded_rows = 0;      // rows in use after plan()
   size_t w_elt = 2, a_elt = 2;  // bytes per weight / activation element in the GEMMs
   bool has_bias = false;
   int64_t nb13 = 0, ld13 = 0, nb2 = 0, ld2 = 0;  // fp8_block128 weight scale layouts
 
   DeviceBuffer w13, w2, s13, s2, b13, b2;
-  DeviceBuffer ids, topk_w, offsets, row_token, row_group, token_slot_row, scratch;
+  DeviceBuffer ids, topk_w, offsets, row_token, row_group, token_slot_row, scratch, pad_shift;
   DeviceBuffer xa, xs, h1, act_f32, act, as, y, amax, act_scales, lt_ws, blas_ws;
   cuda::PlanBuffers plan{};
   cublasHandle_t blas = nullptr;
@@ -110,17 +121,52 @@ struct CublasMoE::Impl {
     if (lt) cublasLtDestroy(lt);
   }
 
+  int choose_fp8_row_align(std::string* why) const;
   void upload_weights(const MoELayer& layer, int threads);
   void allocate_workspace();
   void route_and_plan(const MoEInputs& in, int64_t T, cudaStream_t stream);
 };
 
-// Copies one prepared matrix [N, Kc] into the peer's layout at dst (codes) and, for
-// fp8_block128, its scales into dst_scales as [ceil(N/128)][ld] (cuBLASLt BLK128x128_32F,
-// PyTorch's `is_blockwise_128x128_scaling`: strides (pad4(K/128), 1)).
-static void upload_matrix(const QuantizedMatrix& m, QuantMethod method, uint8_t* dst,
-                          float* dst_scales, int64_t ld) {
-  if (is_4bit(method)) {
+// Asked before anything is uploaded: the smallest row alignment (16, 32, 64 or 128) for which
+// cuBLASLt has fp8 algorithms for both GEMMs of the layer at the smallest and the largest padded
+// row counts, or 0 with *why set (the reason at 16) when there is none.
+int CublasMoE::Impl::choose_fp8_row_align(std::string* why) const {
+  if (H % kFp8RowAlign != 0 || I % kFp8RowAlign != 0) {
+    *why = detail::concat("H=", H, " and I=", I, " must be multiples of ", kFp8RowAlign,
+                          " for cuBLASLt fp8");
+    return 0;
+  }
+  GroupedGemm probe(blas, lt, kind, 1, lt_ws.get(), kLtWorkspaceBytes);
+  const auto runs_all = [&](int align, std::string* reason) {
+    const int64_t most = round_up(capacity + int64_t{G} * (align - 1), align);
+    for (const int64_t n : {int64_t{align}, most}) {
+      for (const auto& [rows, depth] : {std::pair{R, H}, std::pair{H, I}}) {
+        GemmProblem p;  // the workspace stands in for every pointer: only its alignment is read
+        p.a = p.b = p.c = lt_ws.get();
+        p.a_scale = p.b_scale = lt_ws.get<float>();
+        p.m = static_cast<int>(rows);
+        p.n = static_cast<int>(n);
+        p.k = static_cast<int>(depth);
+        if (!probe.has_algorithm(p, reason)) return false;
+      }
+    }
+    return true;
+  };
+  for (int align = kFp8RowAlign; align <= 128; align *= 2) {
+    std::string reason;
+    if (runs_all(align, &reason)) return align;
+    if (align == kFp8RowAlign) *why = reason;
+  }
+  return 0;
+}
+
+// Copies one prepared matrix [N, Kc] into the peer's layout at dst: bf16 values when dequant,
+// else the codes and, for fp8_block128 (dst_scales non-null), its scales as [ceil(N/128)][ld]
+// (cuBLASLt BLK128x128_32F, "K-major" with ld = round_up(Kc/128, 4); PyTorch's
+// `is_blockwise_128x128_scaling`).
+static void upload_matrix(const QuantizedMatrix& m, bool dequant, uint8_t* dst, float* dst_scales,
+                          int64_t ld) {
+  if (dequant) {
     std::vector<float> f(static_cast<size_t>(m.rows * m.cols));
     dequantize_rows(m, 0, m.rows, f.data());
     std::vector<uint16_t> b(f.size());
@@ -129,7 +175,7 @@ static void upload_matrix(const QuantizedMatrix& m, QuantMethod method, uint8_t*
     return;
   }
   SERVEKIT_CUDA_CHECK(cudaMemcpy(dst, m.codes.data(), m.codes.size(), cudaMemcpyHostToDevice));
-  if (method != QuantMethod::kFP8Block128) return;
+  if (dst_scales == nullptr) return;
   const int64_t nb = (m.rows + 127) / 128, kb = m.cols / 128;
   const auto* s = reinterpret_cast<const float*>(m.scales.data());
   std::vector<float> padded(static_cast<size_t>(nb * ld), 1.0f);
@@ -146,19 +192,19 @@ void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
                    "exec.keep_host_weights = true");
   has_bias = !layer.prepared_expert(0)->w13_bias.empty();
   nb13 = (R + 127) / 128;
-  ld13 = pad4(H / 128);
+  ld13 = round_up(H / 128, 4);
   nb2 = (H + 127) / 128;
-  ld2 = pad4(I / 128);
+  ld2 = round_up(I / 128, 4);
   w13.alloc(static_cast<size_t>(G * R * H) * w_elt);
   w2.alloc(static_cast<size_t>(G * H * I) * w_elt);
   if (kind == GemmKind::kFP8Block) {
     s13.alloc(static_cast<size_t>(G * nb13 * ld13) * 4);
     s2.alloc(static_cast<size_t>(G * nb2 * ld2) * 4);
   } else if (kind == GemmKind::kFP8Tensor) {
-    s13.alloc(static_cast<size_t>(G) * 4);
-    s2.alloc(static_cast<size_t>(G) * 4);
+    s13.alloc(static_cast<size_t>(G * kScalarStride) * 4);
+    s2.alloc(static_cast<size_t>(G * kScalarStride) * 4);
   }
-  std::vector<float> bias13, bias2, tensor13(G), tensor2(G);
+  std::vector<float> bias13, bias2, tensor13(G * kScalarStride), tensor2(G * kScalarStride);
   if (has_bias) {
     bias13.assign(static_cast<size_t>(G * R), 0.0f);
     bias2.assign(static_cast<size_t>(G * H), 0.0f);
@@ -166,12 +212,12 @@ void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
   parallel_for(G, threads, device, [&](int g) {
     const PreparedExpert& e = *layer.prepared_expert(g);
     const bool block = kind == GemmKind::kFP8Block;
-    upload_matrix(e.w13, method, w13.bytes() + g * R * H * w_elt,
+    upload_matrix(e.w13, dequant, w13.bytes() + g * R * H * w_elt,
                   block ? s13.get<float>() + g * nb13 * ld13 : nullptr, ld13);
-    upload_matrix(e.w2, method, w2.bytes() + g * H * I * w_elt,
+    upload_matrix(e.w2, dequant, w2.bytes() + g * H * I * w_elt,
                   block ? s2.get<float>() + g * nb2 * ld2 : nullptr, ld2);
-    tensor13[g] = e.w13.tensor_scale;
-    tensor2[g] = e.w2.tensor_scale;
+    tensor13[g * kScalarStride] = e.w13.tensor_scale;
+    tensor2[g * kScalarStride] = e.w2.tensor_scale;
     if (has_bias) {
       SERVEKIT_CHECK(static_cast<int64_t>(e.w13_bias.size()) == R &&
                          static_cast<int64_t>(e.w2_bias.size()) == H,
@@ -183,8 +229,10 @@ void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
     }
   });
   if (kind == GemmKind::kFP8Tensor) {
-    SERVEKIT_CUDA_CHECK(cudaMemcpy(s13.get(), tensor13.data(), G * 4, cudaMemcpyHostToDevice));
-    SERVEKIT_CUDA_CHECK(cudaMemcpy(s2.get(), tensor2.data(), G * 4, cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(s13.get(), tensor13.data(), tensor13.size() * 4, cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(s2.get(), tensor2.data(), tensor2.size() * 4, cudaMemcpyHostToDevice));
   }
   if (has_bias) {
     b13.alloc(bias13.size() * 4);
@@ -205,6 +253,7 @@ void CublasMoE::Impl::allocate_workspace() {
   row_group.alloc(n(capacity) * 4);
   token_slot_row.alloc(n(max_tokens * (K + S)) * 4);
   scratch.alloc(cuda::plan_scratch_bytes(max_tokens, K, G));
+  pad_shift.alloc(n(G + 1) * 4);
   plan.num_groups = G;
   plan.group_offsets = offsets.get<int32_t>();
   plan.row_token = row_token.get<int32_t>();
@@ -212,19 +261,20 @@ void CublasMoE::Impl::allocate_workspace() {
   plan.token_slot_row = token_slot_row.get<int32_t>();
   plan.scratch = scratch.get();
 
-  xa.alloc(n(capacity * H) * a_elt);
-  h1.alloc(n(capacity * R) * 2);
-  act.alloc(n(capacity * I) * a_elt);
-  y.alloc(n(capacity * H) * 2);
+  padded_capacity = capacity + int64_t{G} * (row_align - 1);
+  const int64_t P = padded_capacity;
+  xa.alloc(n(P * H) * a_elt);
+  h1.alloc(n(P * R) * 2);
+  act.alloc(n(P * I) * a_elt);
+  y.alloc(n(P * H) * 2);
   if (kind != GemmKind::kBF16) {
-    act_f32.alloc(n(capacity * I) * 4);
+    act_f32.alloc(n(P * I) * 4);
     amax.alloc(2 * sizeof(unsigned));
-    act_scales.alloc(2 * sizeof(float));
-    lt_ws.alloc(kLtWorkspaceBytes);
+    act_scales.alloc(n(2 * kScalarStride) * sizeof(float));
   }
   if (kind == GemmKind::kFP8Block) {
-    xs.alloc(n((H / kernels::kActBlock) * capacity + 4 * G + 4) * 4);
-    as.alloc(n((I / kernels::kActBlock) * capacity + 4 * G + 4) * 4);
+    xs.alloc(n((H / kernels::kActBlock) * P) * 4);
+    as.alloc(n((I / kernels::kActBlock) * P) * 4);
   }
 }
 
@@ -255,8 +305,7 @@ CublasMoE::CublasMoE(const MoELayer& layer, int threads) : impl_(std::make_uniqu
   m.R = w13_rows(m.cfg);
   m.max_tokens = m.cfg.exec.max_num_tokens;
   m.capacity = cuda::plan_capacity_rows(m.max_tokens, m.K, m.S);
-  m.w_elt = m.kind == GemmKind::kBF16 ? 2 : 1;
-  m.a_elt = m.w_elt;
+  m.dequant = is_4bit(m.method);
   if (m.cfg.routing.method == RoutingMethod::kPrecomputed) {
     m.note = "precomputed routing is not supported by the peer";
     return;
@@ -270,13 +319,30 @@ CublasMoE::CublasMoE(const MoELayer& layer, int threads) : impl_(std::make_uniqu
     if (m.method == QuantMethod::kMXFP4W4A8) m.note += ", bf16 activations (not fp8)";
   }
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  m.upload_weights(layer, threads);
-  m.allocate_workspace();
   SERVEKIT_CUBLAS_CHECK(cublasCreate(&m.blas));
   // A workspace of our own: cuBLAS then allocates nothing while a CUDA graph captures run().
   m.blas_ws.alloc(kLtWorkspaceBytes);
   SERVEKIT_CUBLAS_CHECK(cublasSetWorkspace(m.blas, m.blas_ws.get(), kLtWorkspaceBytes));
   SERVEKIT_CUBLAS_CHECK(cublasLtCreate(&m.lt));
+  if (m.kind != GemmKind::kBF16) {
+    m.lt_ws.alloc(kLtWorkspaceBytes);
+    std::string why;
+    m.row_align = m.choose_fp8_row_align(&why);
+    if (m.row_align == 0) {
+      m.kind = GemmKind::kBF16;
+      m.row_align = 1;
+      m.dequant = m.fp8_fallback = true;
+      m.note = why + "; so bf16 GEMMs on the dequantized weights, bf16 activations (not fp8)";
+    } else if (m.row_align != kFp8RowAlign) {
+      m.note = detail::concat("rows padded to multiples of ", m.row_align,
+                              " per expert: cuBLASLt has no fp8 algorithm for ", kFp8RowAlign,
+                              " rows here (", why, ")");
+    }
+  }
+  m.w_elt = m.kind == GemmKind::kBF16 ? 2 : 1;
+  m.a_elt = m.w_elt;
+  m.upload_weights(layer, threads);
+  m.allocate_workspace();
   m.gemm1 =
       std::make_unique<GroupedGemm>(m.blas, m.lt, m.kind, m.G, m.lt_ws.get(), kLtWorkspaceBytes);
   m.gemm2 =
@@ -292,11 +358,15 @@ bool CublasMoE::available() const {
 
 std::string CublasMoE::name() const {
   if (!impl_->available) return "none";
-  return impl_->gemm1->api() + (is_4bit(impl_->method) ? "_dequant_bf16" : "");
+  return impl_->gemm1->api() + (impl_->dequant ? "_dequant_bf16" : "");
 }
 
 const std::string& CublasMoE::note() const {
   return impl_->note;
+}
+
+double CublasMoE::tolerance() const {
+  return peer_tolerance(impl_->method, impl_->fp8_fallback);
 }
 
 void CublasMoE::plan(const MoEInputs& in, cudaStream_t stream) {
@@ -312,10 +382,40 @@ void CublasMoE::plan(const MoEInputs& in, cudaStream_t stream) {
       cudaMemcpyAsync(off.data(), m.offsets.get(), off.size() * 4, cudaMemcpyDeviceToHost, stream));
   SERVEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
 
+  // Group g's rows start at padded[g], a multiple of row_align; the pad rows stay zero (block
+  // scales 1), so the GEMMs add nothing from them and the per-tensor amax ignores them.
+  std::vector<int64_t> padded(static_cast<size_t>(m.G + 1));
+  std::vector<int32_t> shift(static_cast<size_t>(m.G + 1));
+  int64_t rows = 0;
+  for (int g = 0; g <= m.G; ++g) {
+    padded[g] = rows;
+    shift[g] = static_cast<int32_t>(rows - off[g]);
+    if (g < m.G) rows += round_up(off[g + 1] - off[g], m.row_align);
+  }
+  m.padded_rows = rows;
+  SERVEKIT_CHECK(rows <= m.padded_capacity, "peer: ", rows, " padded rows exceed the capacity of ",
+                 m.padded_capacity);
+  SERVEKIT_CUDA_CHECK(cudaMemcpyAsync(m.pad_shift.get(), shift.data(), shift.size() * 4,
+                                      cudaMemcpyHostToDevice, stream));
   const bool block = m.kind == GemmKind::kFP8Block, tensor = m.kind == GemmKind::kFP8Tensor;
+  const int64_t kb1 = m.H / kernels::kActBlock, kb2 = m.I / kernels::kActBlock;
+  if (m.kind != GemmKind::kBF16) {
+    SERVEKIT_CUDA_CHECK(cudaMemsetAsync(m.xa.get(), 0, rows * m.H * m.a_elt, stream));
+    SERVEKIT_CUDA_CHECK(cudaMemsetAsync(m.act.get(), 0, rows * m.I * m.a_elt, stream));
+    SERVEKIT_CUDA_CHECK(cudaMemsetAsync(m.act_f32.get(), 0, rows * m.I * 4, stream));
+  }
+  if (block) {
+    kernels::fill_f32<<<grid_for(kb1 * rows), kThreads, 0, stream>>>(m.xs.get<float>(), kb1 * rows,
+                                                                     1.0f);
+    kernels::fill_f32<<<grid_for(kb2 * rows), kThreads, 0, stream>>>(m.as.get<float>(), kb2 * rows,
+                                                                     1.0f);
+    SERVEKIT_CUDA_CHECK(cudaGetLastError());
+  }
+  SERVEKIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+
   std::vector<GemmProblem> p1, p2;
   for (int g = 0; g < m.G; ++g) {
-    const int64_t o = off[g], n = off[g + 1] - off[g];
+    const int64_t o = padded[g], n = padded[g + 1] - padded[g];
     if (n == 0) continue;
     GemmProblem a;
     a.a = m.w13.bytes() + g * m.R * m.H * m.w_elt;
@@ -332,16 +432,15 @@ void CublasMoE::plan(const MoEInputs& in, cudaStream_t stream) {
     b.n = static_cast<int>(n);
     b.k = static_cast<int>(m.I);
     if (tensor) {
-      a.a_scale = m.s13.get<float>() + g;
+      a.a_scale = m.s13.get<float>() + g * kScalarStride;
       a.b_scale = m.act_scales.get<float>();
-      b.a_scale = m.s2.get<float>() + g;
-      b.b_scale = m.act_scales.get<float>() + 1;
+      b.a_scale = m.s2.get<float>() + g * kScalarStride;
+      b.b_scale = m.act_scales.get<float>() + kScalarStride;
     } else if (block) {
-      const int64_t kb1 = m.H / kernels::kActBlock, kb2 = m.I / kernels::kActBlock;
       a.a_scale = m.s13.get<float>() + g * m.nb13 * m.ld13;
-      a.b_scale = m.xs.get<float>() + kernels::act_scale_base(o, g, kb1);
+      a.b_scale = m.xs.get<float>() + kernels::act_scale_base(o, kb1);
       b.a_scale = m.s2.get<float>() + g * m.nb2 * m.ld2;
-      b.b_scale = m.as.get<float>() + kernels::act_scale_base(o, g, kb2);
+      b.b_scale = m.as.get<float>() + kernels::act_scale_base(o, kb2);
     }
     p1.push_back(a);
     p2.push_back(b);
@@ -374,48 +473,51 @@ void CublasMoE::run(const MoEInputs& in, TensorView out, cudaStream_t stream) {
   const int32_t* off = m.offsets.get<int32_t>();
   const int32_t* tok = m.row_token.get<int32_t>();
   const int32_t* grp = m.row_group.get<int32_t>();
+  const int32_t* shift = m.pad_shift.get<int32_t>();
+  const auto* no_token = static_cast<const int32_t*>(nullptr);  // source in the padded layout
   unsigned* amax = m.amax.get<unsigned>();
   float* ascale = m.act_scales.get<float>();
-  const unsigned amax_blocks = std::min<unsigned>(1024, (rows * m.H + kThreads - 1) / kThreads);
   switch (m.kind) {
     case GemmKind::kBF16:
-      gather_rows_bf16<<<rows, 128, 0, stream>>>(hidden, tok, off, m.G, m.H,
+      gather_rows_bf16<<<rows, 128, 0, stream>>>(hidden, tok, grp, shift, off, m.G, m.H,
                                                  m.xa.get<__nv_bfloat16>());
       break;
     case GemmKind::kFP8Tensor:
       SERVEKIT_CUDA_CHECK(cudaMemsetAsync(amax, 0, 2 * sizeof(unsigned), stream));
-      amax_rows<<<amax_blocks, kThreads, 0, stream>>>(hidden, T, nullptr, m.H, amax);
-      quantize_rows_fp8_tensor<<<rows, kThreads, 0, stream>>>(hidden, tok, off, m.G, m.H, amax,
-                                                              m.xa.get<uint8_t>(), ascale);
+      amax_rows<<<grid_for(T * m.H), kThreads, 0, stream>>>(hidden, T, nullptr, m.H, amax);
+      quantize_rows_fp8_tensor<<<rows, kThreads, 0, stream>>>(
+          hidden, tok, grp, shift, off, m.G, m.H, amax, m.xa.get<uint8_t>(), ascale);
       break;
     case GemmKind::kFP8Block:
       quantize_rows_fp8_block<<<rows, kThreads, 0, stream>>>(
-          hidden, tok, grp, off, m.G, m.H, m.xa.get<uint8_t>(), m.xs.get<float>());
+          hidden, tok, grp, shift, off, m.G, m.H, m.xa.get<uint8_t>(), m.xs.get<float>());
       break;
   }
   m.gemm1->run(stream);
   const auto* h1 = m.h1.get<__nv_bfloat16>();
   if (m.kind == GemmKind::kBF16) {
-    activation_rows<<<rows, kThreads, 0, stream>>>(h1, m.b13.get<float>(), grp, off, m.G, m.I,
-                                                   m.cfg.activation, m.act.get<__nv_bfloat16>());
+    activation_rows<<<rows, kThreads, 0, stream>>>(h1, m.b13.get<float>(), grp, shift, off, m.G,
+                                                   m.I, m.cfg.activation,
+                                                   m.act.get<__nv_bfloat16>());
   } else {
     float* a32 = m.act_f32.get<float>();
-    activation_rows<<<rows, kThreads, 0, stream>>>(h1, m.b13.get<float>(), grp, off, m.G, m.I,
-                                                   m.cfg.activation, a32);
+    activation_rows<<<rows, kThreads, 0, stream>>>(h1, m.b13.get<float>(), grp, shift, off, m.G,
+                                                   m.I, m.cfg.activation, a32);
     if (m.kind == GemmKind::kFP8Tensor) {
-      amax_rows<<<amax_blocks, kThreads, 0, stream>>>(a32, 0, off + m.G, m.I, amax + 1);
-      quantize_rows_fp8_tensor<<<rows, kThreads, 0, stream>>>(
-          a32, static_cast<const int32_t*>(nullptr), off, m.G, m.I, amax + 1, m.act.get<uint8_t>(),
-          ascale + 1);
+      // Over all padded rows: the pad rows hold zeros, which leave the amax as it is.
+      amax_rows<<<grid_for(m.padded_rows * m.I), kThreads, 0, stream>>>(a32, m.padded_rows, nullptr,
+                                                                        m.I, amax + 1);
+      quantize_rows_fp8_tensor<<<rows, kThreads, 0, stream>>>(a32, no_token, grp, shift, off, m.G,
+                                                              m.I, amax + 1, m.act.get<uint8_t>(),
+                                                              ascale + kScalarStride);
     } else {
       quantize_rows_fp8_block<<<rows, kThreads, 0, stream>>>(
-          a32, static_cast<const int32_t*>(nullptr), grp, off, m.G, m.I, m.act.get<uint8_t>(),
-          m.as.get<float>());
+          a32, no_token, grp, shift, off, m.G, m.I, m.act.get<uint8_t>(), m.as.get<float>());
     }
   }
   m.gemm2->run(stream);
   combine_rows<<<static_cast<unsigned>(T), kThreads, 0, stream>>>(
-      m.y.get<__nv_bfloat16>(), m.token_slot_row.get<int32_t>(), grp, m.topk_w.get<float>(),
+      m.y.get<__nv_bfloat16>(), m.token_slot_row.get<int32_t>(), grp, shift, m.topk_w.get<float>(),
       m.b2.get<float>(), m.K, m.S, m.H, out.ptr<__nv_bfloat16>());
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }

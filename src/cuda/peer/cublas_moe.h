@@ -8,6 +8,13 @@
 //                          activations VEC128_32F (1 x 128) scales (cuBLAS >= 12.9 on sm_90)
 //   mxfp4_*, nvfp4, int4   the bf16 peer on the dequantized weights (bf16 activations, also for
 //                          mxfp4_w4a8: its note says so)
+// cuBLASLt's fp8 GEMMs need row counts that are multiples of 16 (peer_gemm.h), so for the fp8
+// formats each expert's rows are padded to a multiple of 16 with zero rows (block scales 1);
+// the GEMMs compute them, activation and combine skip them (32, 64 or 128 rows, with a note, if
+// cuBLASLt has no algorithm for 16 here). When cuBLASLt has no fp8 algorithm
+// for the layer's shapes on this device (asked once at construction), or H or I is not a
+// multiple of 16, the fp8 formats fall back to the bf16 peer on the dequantized weights with bf16
+// activations: named "cublas_grouped_dequant_bf16", with a note saying why.
 // Activation and combine are the peer's own simple kernels (peer_kernels.cuh), fp32 math with a
 // bf16 intermediate, combine in the order of the layer. cuBLAS takes problem sizes on the host,
 // so plan() copies the group sizes to the host once (one sync, outside any timed region); run()
@@ -32,7 +39,10 @@ namespace servekit::peer {
 //   fp8_block128      e4m3 step (6-12% of the element): sqrt(0.03) * 0.09 = 1.6% rms, bound 3%;
 //   mxfp4_w4a8        the peer keeps bf16 activations where the reference rounds them to e4m3
 //                     (rms 2^-4/sqrt(3) = 3.6% per operand, ~5% after both): bound 15%.
-inline double peer_tolerance(QuantMethod m) {
+//   fp8 fallback      (bf16 GEMMs on dequantized weights) bf16 activations where the reference
+//                     rounds them to e4m3, as mxfp4_w4a8: bound 15%.
+inline double peer_tolerance(QuantMethod m, bool fp8_dequant_fallback = false) {
+  if (fp8_dequant_fallback) return 0.15;
   switch (m) {
     case QuantMethod::kFP8PerTensor:
     case QuantMethod::kFP8Block128:
@@ -59,13 +69,16 @@ class CublasMoE {
 
   bool available() const;
   // "cublas_grouped", "cublas_gemm_ex", "cublaslt_fp8_tensor", "cublaslt_fp8_block128", with
-  // "_dequant_bf16" appended for 4-bit formats; "none" when unavailable.
+  // "_dequant_bf16" appended for 4-bit formats and the fp8 fallback; "none" when unavailable.
   std::string name() const;
   // Why the peer is unavailable, or what it approximates (empty when exact in kind).
   const std::string& note() const;
+  // peer_tolerance of the path this peer takes (the fp8 fallback has its own bound).
+  double tolerance() const;
 
   // Untimed set-up for one batch: routes and plans `in` once on `stream`, copies the group sizes
-  // to the host (synchronises the stream) and builds the per-expert GEMM arguments.
+  // to the host (synchronises the stream), lays out the padded rows (zeroes the pad rows) and
+  // builds the per-expert GEMM arguments.
   // `in` as for MoELayer::forward (device tensors, router logits f32/bf16, correction bias when
   // the routing uses one; precomputed routing is not supported). Throws servekit::Error if the
   // peer is unavailable, T exceeds the capacity, or cuBLASLt finds no algorithm (the note then

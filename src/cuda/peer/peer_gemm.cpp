@@ -1,5 +1,7 @@
 #include "cuda/peer/peer_gemm.h"
 
+#include <cstdint>
+
 #include "cuda/runtime.h"
 #include "servekit/error.h"
 
@@ -28,6 +30,19 @@ struct LtHandle {
 template <typename V>
 void set_desc(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t attr, const V& v) {
   SERVEKIT_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(d, attr, &v, sizeof(v)));
+}
+
+template <typename V>
+void set_pref(cublasLtMatmulPreference_t p, cublasLtMatmulPreferenceAttributes_t attr, const V& v) {
+  SERVEKIT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(p, attr, &v, sizeof(v)));
+}
+
+// The largest power of two (at most 256, cuBLASLt's default assumption) dividing the address.
+uint32_t alignment_of(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
 }
 
 }  // namespace
@@ -70,7 +85,8 @@ std::string GroupedGemm::api() const {
 void GroupedGemm::set_problems(const std::vector<GemmProblem>& problems) {
   SERVEKIT_CHECK(static_cast<int>(problems.size()) <= max_problems_, "peer gemm: ", problems.size(),
                  " problems exceed the capacity of ", max_problems_);
-  problems_ = problems;
+  problems_.clear();
+  lt_calls_.clear();
   const size_t P = problems.size();
   if (kind_ == GemmKind::kBF16) {
     trans_a_.assign(P, CUBLAS_OP_T);
@@ -93,41 +109,76 @@ void GroupedGemm::set_problems(const std::vector<GemmProblem>& problems) {
     if (P > 0)
       SERVEKIT_CUDA_CHECK(
           cudaMemcpy(d_ptrs_, ptrs.data(), ptrs.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    problems_ = problems;
     return;
   }
 
-  lt_calls_.clear();
-  const bool block = kind_ == GemmKind::kFP8Block;
+  std::vector<std::unique_ptr<LtCall>> calls;
   for (const GemmProblem& p : problems) {
-    auto call = std::make_unique<LtCall>();
-    SERVEKIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call->desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
-    set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
-    const int32_t a_mode = block ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
-                                 : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-    const int32_t b_mode =
-        block ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
-    set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, a_mode);
-    set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, b_mode);
-    set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.a_scale);
-    set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p.b_scale);
-    SERVEKIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call->a.h, CUDA_R_8F_E4M3, p.k, p.m, p.k));
-    SERVEKIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call->b.h, CUDA_R_8F_E4M3, p.k, p.n, p.k));
-    SERVEKIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call->d.h, CUDA_R_16BF, p.m, p.n, p.m));
-    LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
-    SERVEKIT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.h));
-    SERVEKIT_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-        pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes_, sizeof(ws_bytes_)));
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
-        lt_, call->desc.h, call->a.h, call->b.h, call->d.h, call->d.h, pref.h, 1, &result, &found);
-    SERVEKIT_CHECK(s == CUBLAS_STATUS_SUCCESS && found > 0, "peer gemm: cuBLASLt has no ", api(),
-                   " algorithm for m=", p.m, " n=", p.n, " k=", p.k, " on this device (",
-                   cublasGetStatusName(s), ", ", found, " found)");
-    call->algo = result.algo;
-    lt_calls_.push_back(std::move(call));
+    std::string why;
+    calls.push_back(make_lt_call(p, &why));
+    SERVEKIT_CHECK(calls.back() != nullptr, "peer gemm: ", why);
   }
+  lt_calls_ = std::move(calls);
+  problems_ = problems;
+}
+
+bool GroupedGemm::has_algorithm(const GemmProblem& p, std::string* why) const {
+  return kind_ == GemmKind::kBF16 || make_lt_call(p, why) != nullptr;
+}
+
+std::unique_ptr<GroupedGemm::LtCall> GroupedGemm::make_lt_call(const GemmProblem& p,
+                                                               std::string* why) const {
+  const bool block = kind_ == GemmKind::kFP8Block;
+  const auto problem = [&] { return detail::concat(api(), " m=", p.m, " n=", p.n, " k=", p.k); };
+  // Checked here because cuBLASLt only answers CUBLAS_STATUS_NOT_SUPPORTED.
+  if (p.m % kFp8RowAlign != 0 || p.n % kFp8RowAlign != 0 || p.k % kFp8RowAlign != 0 || p.m <= 0 ||
+      p.n <= 0 || p.k <= 0) {
+    *why = detail::concat(problem(), ": fp8 needs m, n and k positive multiples of ", kFp8RowAlign);
+    return nullptr;
+  }
+  for (const void* q : {p.a, p.b, static_cast<const void*>(p.c),
+                        static_cast<const void*>(p.a_scale), static_cast<const void*>(p.b_scale)}) {
+    if (q == nullptr || alignment_of(q) < 16) {
+      *why = detail::concat(problem(), ": fp8 needs 16-byte aligned matrices and scales, got ", q);
+      return nullptr;
+    }
+  }
+  auto call = std::make_unique<LtCall>();
+  SERVEKIT_CUBLAS_CHECK(cublasLtMatmulDescCreate(&call->desc.h, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
+  set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+  // Weights 128x128 blocks with activations 1x128 blocks: a pair the docs list as supported.
+  const int32_t a_mode =
+      block ? CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  const int32_t b_mode =
+      block ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, a_mode);
+  set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, b_mode);
+  set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, p.a_scale);
+  set_desc(call->desc.h, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, p.b_scale);
+  SERVEKIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call->a.h, CUDA_R_8F_E4M3, p.k, p.m, p.k));
+  SERVEKIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call->b.h, CUDA_R_8F_E4M3, p.k, p.n, p.k));
+  SERVEKIT_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&call->d.h, CUDA_R_16BF, p.m, p.n, p.m));
+  LtHandle<cublasLtMatmulPreference_t, cublasLtMatmulPreferenceDestroy> pref;
+  SERVEKIT_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref.h));
+  set_pref(pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, ws_bytes_);
+  // The heuristic assumes 256-byte aligned matrices by default; an expert's rows start anywhere.
+  set_pref(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment_of(p.a));
+  set_pref(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment_of(p.b));
+  set_pref(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment_of(p.c));
+  set_pref(pref.h, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_of(p.c));
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t s = cublasLtMatmulAlgoGetHeuristic(
+      lt_, call->desc.h, call->a.h, call->b.h, call->d.h, call->d.h, pref.h, 1, &result, &found);
+  if (s != CUBLAS_STATUS_SUCCESS || found == 0) {
+    *why = detail::concat("cuBLASLt has no ", problem(), " algorithm on this device (",
+                          cublasGetStatusName(s), ", ", found, " found)");
+    return nullptr;
+  }
+  call->algo = result.algo;
+  return call;
 }
 
 void GroupedGemm::run_bf16(cudaStream_t stream) {

@@ -2,7 +2,14 @@
 // layer (cublas_moe.h). Every problem is "y = x · Wᵀ" with row-major operands:
 //   C [n, m] bf16 = B [n, k] · A [m, k]ᵀ      (A = the expert's weight, B = its token rows)
 // which is cuBLAS's column-major C (m x n) = op(A) (m x k) · B (k x n) with op = transpose
-// ("TN", the only layout cuBLASLt takes for fp8). Internal header.
+// ("TN", the only layout cuBLASLt takes for fp8 on Hopper). Internal header.
+//
+// The fp8 requirements of cublasLtMatmul (cuBLAS docs, "cublasLtMatmul()" and "128-element 1D
+// and 128x128 2D Block Scaling"): every dimension and pointer 16-byte aligned (m, n, k and the
+// leading dimensions multiples of 16 e4m3 elements), scale factors 16-byte aligned, M and N
+// multiples of 4 for the block scales, A BLK128x128 with B VEC128 a supported pair. The
+// heuristic assumes 256-byte aligned matrices unless told otherwise, so each call tells it the
+// real alignment of its pointers.
 #pragma once
 
 #include <cublasLt.h>
@@ -14,6 +21,10 @@
 #include <vector>
 
 namespace servekit::peer {
+
+// fp8 problems need n (the expert's row count) to be a multiple of this: callers pad each
+// expert's rows up to it with zero rows.
+constexpr int kFp8RowAlign = 16;
 
 enum class GemmKind {
   kBF16,       // bf16 x bf16 -> bf16, fp32 accumulate
@@ -41,8 +52,11 @@ class GroupedGemm {
 
   // Untimed: uploads the pointer arrays (bf16, synchronously) or builds one cuBLASLt descriptor
   // set per problem and asks the heuristic for an algorithm. Throws servekit::Error naming the
-  // problem when cuBLASLt has no algorithm for it.
+  // problem when it breaks an fp8 requirement above or cuBLASLt has no algorithm for it.
   void set_problems(const std::vector<GemmProblem>& problems);
+  // fp8 kinds: whether the heuristic finds an algorithm for p (pointers are only looked at for
+  // their alignment, nothing runs); *why says why not. Always true for kBF16.
+  bool has_algorithm(const GemmProblem& p, std::string* why) const;
   // Enqueues every problem on `stream`. bf16: one grouped call, or, if this cuBLAS refuses the
   // grouped call on its first use, one cublasGemmEx per problem from then on.
   void run(cudaStream_t stream);
@@ -52,6 +66,9 @@ class GroupedGemm {
  private:
   struct LtCall;
   void run_bf16(cudaStream_t stream);
+  // The descriptors and algorithm of one fp8 problem; null with *why set when it breaks a
+  // requirement or the heuristic finds nothing.
+  std::unique_ptr<LtCall> make_lt_call(const GemmProblem& p, std::string* why) const;
 
   cublasHandle_t blas_;
   cublasLtHandle_t lt_;
