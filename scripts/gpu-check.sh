@@ -12,7 +12,7 @@
 # Environment:
 #   OUT              where results and logs go (default ./out): bench-<set>.json, bench-<set>.log,
 #                    build.log, tests.log, sanitizer.log, summary.txt
-#   BENCH_SET        quick (default) | issue3 | issue4 | full | none
+#   BENCH_SET        quick (default) | issue3 | issue4 | issues | full | none
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
@@ -126,20 +126,14 @@ fi
 # ---- benchmark ---------------------------------------------------------------------------------
 # Row groups are separated by --then; each takes --preset --quant --tokens --routing --path
 # --check-tokens. Cheap groups first, so the budget cuts the expensive ones, never the reverse.
-case $BENCH_SET in
-  quick)
-    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16,fp8_block128,fp8_per_tensor
-      --tokens 1,8,128,2048 --routing uniform,skewed) ;;
-  issue3)
-    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
+ISSUE3_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
       --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 1,32,8192 --routing uniform
       --check-tokens 32
       --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
-      --check-tokens 32) ;;
-  issue4)
-    # The static path's target rows (issue 4), both paths side by side so the cutover shows;
-    # small presets first so the budget cuts the expensive loads, never the reverse.
-    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing uniform --path both
+      --check-tokens 32)
+# The static path's target rows (issue 4), both paths side by side so the cutover shows;
+# small presets first so the budget cuts the expensive loads, never the reverse.
+ISSUE4_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing uniform --path both
       --then --preset qwen3-235b-a22b --quant bf16,int4_w4a16 --tokens 1,8,32 --routing uniform
       --path both --check-tokens 8
       --then --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8,32 --routing uniform --path both
@@ -147,13 +141,21 @@ case $BENCH_SET in
       --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32,128 --routing uniform,skewed
       --path both --check-tokens 8
       --then --preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path both
-      --check-tokens 8) ;;
+      --check-tokens 8)
+case $BENCH_SET in
+  quick)
+    BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16,fp8_block128,fp8_per_tensor
+      --tokens 1,8,128,2048 --routing uniform,skewed) ;;
+  issue3) BENCH_ARGS=("${ISSUE3_ARGS[@]}") ;;
+  issue4) BENCH_ARGS=("${ISSUE4_ARGS[@]}") ;;
   full)
     BENCH_ARGS=(--preset all --quant default,bf16,fp8_block128
       --tokens 1,8,32,128,512,2048,8192 --routing uniform,skewed --check-tokens 32) ;;
+  issues)  # issue3 then issue4, in one call
+    BENCH_ARGS=("${ISSUE3_ARGS[@]}" --then "${ISSUE4_ARGS[@]}") ;;
   none) BENCH_ARGS=() ;;
   *)
-    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, issue4, full or none)"
+    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, issue4, issues, full or none)"
     BENCH_ARGS=()
     record bench bad-set 0 ;;
 esac

@@ -7,23 +7,30 @@
 
 namespace servekit::tune {
 
-// Cutovers per (shape, format). Every entry below is a placeholder: the static path's design
-// point is decode, up to 256 routed rows (32 tokens at top-8), where it should stay bandwidth
-// bound; the real crossover with the dynamic path must be measured on the H200 with
-// `servekit bench` over tokens 1..512 for both paths and committed with its result file.
+// Cutovers per (shape, format): the static path runs while tokens * top_k <= rows. Measured
+// entries come from bench/results/h200/2026-11-30-issue4-static.json (scripts/gpu-check.sh,
+// BENCH_SET=issue4: `servekit bench moe --path both`, graph replays, cold L2): rows is the
+// largest measured point where the static path was faster than the dynamic one; the true
+// crossover lies between it and the next measured point. Unmeasured shapes keep the design
+// point of the static path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
-      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false,
-       "not yet measured"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 8, true,
+       "static 156.5 us vs dynamic 203.8 us at T=1; 876.2 vs 735.0 at T=8 (issue4-static.json)"},
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 256, false, "not yet measured"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false, "not yet measured"},
-      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 256, false, "not yet measured"},
-      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, false,
-       "not yet measured"},
-      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 256, false, "not yet measured"},
+      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 64, true,
+       "static 635.9 us vs dynamic 1229.7 us at T=8; 3637.3 vs 3151.0 at T=32 "
+       "(issue4-static.json)"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 256, true,
+       "static 1040.7 us vs dynamic 1058.3 us at T=32, the largest measured (issue4-static.json)"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
+       "static 552.0 us vs dynamic 1104.7 us at T=32, the largest measured (issue4-static.json)"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 256, true,
+       "static 302.2 us vs dynamic 305.7 us at T=32; 409.2 vs 359.6 at T=128 (issue4-static.json)"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, false, "not yet measured"},
-      {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, false,
-       "not yet measured"},
+      {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,
+       "static 459.1 us vs dynamic 979.3 us at T=32, the largest measured (issue4-static.json)"},
   };
   return table;
 }
