@@ -17,7 +17,9 @@ const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 8, true,
        "static 156.5 us vs dynamic 203.8 us at T=1; 876.2 vs 735.0 at T=8 (issue4-static.json)"},
-      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 256, false, "not yet measured"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 8, true,
+       "static 243.3 us (issues-final.json) vs dynamic 315.6 us (issue3-dynamic.json) at T=1; "
+       "3397.0 vs 2574.7 at T=32"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false, "not yet measured"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 64, true,
        "static 635.9 us vs dynamic 1229.7 us at T=8; 3637.3 vs 3151.0 at T=32 "
@@ -26,8 +28,9 @@ const std::vector<MoECutover>& moe_cutover_table() {
        "static 1040.7 us vs dynamic 1058.3 us at T=32, the largest measured (issue4-static.json)"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
        "static 552.0 us vs dynamic 1104.7 us at T=32, the largest measured (issue4-static.json)"},
-      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 256, true,
-       "static 302.2 us vs dynamic 305.7 us at T=32; 409.2 vs 359.6 at T=128 (issue4-static.json)"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 64, true,
+       "static 156.0 us vs dynamic 178.2 us at T=8; at T=32 a tie uniform (300.7 vs 299.3) and "
+       "a loss skewed (353.3 vs 286.8) (issues-final.json, issue3-dynamic.json)"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, false, "not yet measured"},
       {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,
        "static 459.1 us vs dynamic 979.3 us at T=32, the largest measured (issue4-static.json)"},
