@@ -61,25 +61,12 @@ struct Case {
   bool fused = true;  // fused combine into out; else y for launch_combine
 };
 
-const char* act_label(Activation a) {
-  switch (a) {
-    case Activation::kSwiGLU:
-      return "swiglu";
-    case Activation::kGeGLU:
-      return "geglu";
-    case Activation::kSwiGLUOAI:
-      return "swiglu_oai";
-    case Activation::kReLU2:
-      return "relu2";
-  }
-  return "?";
-}
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   std::string n = std::string(quant_name(c.quant.method));
   if (c.quant.method == QuantMethod::kInt4W4A16) n += "_g" + std::to_string(c.quant.group_size);
-  n += "_" + std::string(act_label(c.act)) + "_H" + std::to_string(c.hidden) + "_I" +
+  n += "_" + std::string(activation_name(c.act)) + "_H" + std::to_string(c.hidden) + "_I" +
        std::to_string(c.inter) + "_T" + std::to_string(c.tokens) +
        (c.skew == Skew::kOneExpert ? "_skewed" : "_uniform") + (c.bias ? "_bias" : "") +
        (c.fused ? "" : "_y");
