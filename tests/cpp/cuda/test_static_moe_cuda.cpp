@@ -61,7 +61,6 @@ struct Case {
   bool fused = true;  // fused combine into out; else y for launch_combine
 };
 
-
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   std::string n = std::string(quant_name(c.quant.method));
