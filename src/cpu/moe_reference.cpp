@@ -9,7 +9,17 @@
 namespace servekit {
 namespace {
 
-double act_gated(Activation a, double g, double u) {
+// One contribution to an output token: expert (local routed index, or E_local + s for shared
+// expert s) with its routing weight (1 for shared experts).
+struct Term {
+  int64_t token;
+  int expert;
+  double weight;
+};
+
+}  // namespace
+
+double reference_activation(Activation a, double g, double u) {
   const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
   switch (a) {
     case Activation::kSwiGLU:
@@ -22,24 +32,10 @@ double act_gated(Activation a, double g, double u) {
       return (uc + 1.0) * gc * sigmoid(alpha * gc);
     }
     case Activation::kReLU2:
-      break;
+      return g > 0.0 ? g * g : 0.0;
   }
-  SERVEKIT_FAIL("moe_reference: activation ", activation_name(a), " is not gated");
+  SERVEKIT_FAIL("reference_activation: unknown activation ", static_cast<int>(a));
 }
-
-double relu2(double h) {
-  return h > 0.0 ? h * h : 0.0;
-}
-
-// One contribution to an output token: expert (local routed index, or E_local + s for shared
-// expert s) with its routing weight (1 for shared experts).
-struct Term {
-  int64_t token;
-  int expert;
-  double weight;
-};
-
-}  // namespace
 
 std::vector<double> moe_reference(const MoELayer& layer, const ReferenceInputs& in) {
   const MoEConfig& cfg = layer.config();
@@ -111,9 +107,8 @@ std::vector<double> moe_reference(const MoELayer& layer, const ReferenceInputs& 
     for (size_t m = 0; m < mine.size(); ++m) {
       const double* hm = h.data() + m * R;
       for (int64_t j = 0; j < I; ++j) {
-        const double a = activation_is_gated(cfg.activation)
-                             ? act_gated(cfg.activation, hm[j], hm[I + j])
-                             : relu2(hm[j]);
+        const double up = activation_is_gated(cfg.activation) ? hm[I + j] : 0.0;
+        const double a = reference_activation(cfg.activation, hm[j], up);
         inter[mine[m] * I + j] = static_cast<float>(a);
       }
     }

@@ -28,6 +28,9 @@ struct ReferenceInputs {
 // (layer.prepared_expert); throws servekit::Error if one is missing.
 std::vector<double> moe_reference(const MoELayer& layer, const ReferenceInputs& in);
 
+// The activation of moe.h in fp64: g the gate half, u the up half (ignored for kReLU2).
+double reference_activation(Activation a, double g, double u);
+
 // ||out - ref|| / ||ref|| over all elements (NaN in out gives +inf).
 double relative_l2(const float* out, const double* ref, int64_t n);
 

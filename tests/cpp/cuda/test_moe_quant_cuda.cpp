@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
@@ -144,23 +145,6 @@ TEST(MoEQuantCuda, GatherMatchesHostQuantizers) {
   }
 }
 
-double activation_ref(Activation a, double g, double u) {
-  const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
-  switch (a) {
-    case Activation::kSwiGLU:
-      return g * sigmoid(g) * u;
-    case Activation::kGeGLU:
-      return 0.5 * g * (1.0 + std::erf(g / std::sqrt(2.0))) * u;
-    case Activation::kSwiGLUOAI: {
-      const double gc = std::min(g, 7.0), uc = std::min(std::max(u, -7.0), 7.0);
-      return (uc + 1.0) * gc * sigmoid(1.702 * gc);
-    }
-    case Activation::kReLU2:
-      return g > 0.0 ? g * g : 0.0;
-  }
-  return 0.0;
-}
-
 // Activation + bias + quantize against an fp64 activation of the same bf16 inputs. I = 384.
 // Bounds: bf16 output within its rounding (2^-9 relative) plus fp32 math (1e-5 absolute); e4m3
 // within half a step (2^-4 relative for normals, 2^-10 * scale below) of the exact value, with the
@@ -191,7 +175,7 @@ TEST(MoEQuantCuda, ActivationMatchesReference) {
         const double gate = double{h1[r * width + i]} + bias[g * width + i];
         const double up =
             gated ? double{h1[r * width + inter + i]} + bias[g * width + inter + i] : 0.0;
-        ref[static_cast<size_t>(r * inter + i)] = activation_ref(act, gate, up);
+        ref[static_cast<size_t>(r * inter + i)] = reference_activation(act, gate, up);
         amax = std::max(amax, std::abs(ref[static_cast<size_t>(r * inter + i)]));
       }
     }
