@@ -18,6 +18,7 @@
 #include "bench_check.h"
 #include "core/presets.h"
 #include "cuda/bench/l2_flush.h"
+#include "cuda/device_buffer.h"
 #include "cuda/peer/cublas_moe.h"
 #include "cuda/runtime.h"
 #include "servekit/servekit.h"
@@ -32,21 +33,7 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-class DeviceArray {
- public:
-  explicit DeviceArray(size_t bytes) {
-    if (bytes) SERVEKIT_CUDA_CHECK(cudaMalloc(&p_, bytes));
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() {
-    if (p_) cudaFree(p_);
-  }
-  void* get() const { return p_; }
-
- private:
-  void* p_ = nullptr;
-};
+using cuda::DeviceBuffer;
 
 struct Stream {
   cudaStream_t s = nullptr;
@@ -293,8 +280,8 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
 
   const std::vector<uint16_t> hidden = make_hidden(seed, T, H);
   const std::vector<float> logits = make_router_logits(seed + 1, T, E, skew);
-  DeviceArray d_hidden(hidden.size() * 2), d_logits(logits.size() * 4), d_out(hidden.size() * 2);
-  DeviceArray d_bias(g.bias.size() * 4);
+  DeviceBuffer d_hidden(hidden.size() * 2), d_logits(logits.size() * 4), d_out(hidden.size() * 2);
+  DeviceBuffer d_bias(g.bias.size() * 4);
   SERVEKIT_CUDA_CHECK(
       cudaMemcpy(d_hidden.get(), hidden.data(), hidden.size() * 2, cudaMemcpyHostToDevice));
   SERVEKIT_CUDA_CHECK(

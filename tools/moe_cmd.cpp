@@ -24,6 +24,7 @@
 #ifdef SERVEKIT_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "cuda/device_buffer.h"
 #include "cuda/runtime.h"
 #endif
 
@@ -247,24 +248,6 @@ std::vector<double> time_cpu(MoELayer& layer, const MoERun& run, const HostInput
 }
 
 #ifdef SERVEKIT_WITH_CUDA
-// A device copy of a host buffer, freed on scope exit (also when a forward throws). Zero bytes
-// give a null pointer.
-class DeviceBuffer {
- public:
-  DeviceBuffer(const void* host, size_t bytes) {
-    if (bytes == 0) return;
-    SERVEKIT_CUDA_CHECK(cudaMalloc(&ptr_, bytes));
-    SERVEKIT_CUDA_CHECK(cudaMemcpy(ptr_, host, bytes, cudaMemcpyHostToDevice));
-  }
-  ~DeviceBuffer() { cudaFree(ptr_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
-
 class Event {
  public:
   Event() { SERVEKIT_CUDA_CHECK(cudaEventCreate(&event_)); }
@@ -283,10 +266,12 @@ std::vector<double> time_cuda(MoELayer& layer, const MoERun& run, const HostInpu
   const Device dev = run.cfg.exec.device;
   SERVEKIT_CUDA_CHECK(cudaSetDevice(dev.index));
   const size_t out_bytes = out.size() * sizeof(uint16_t);
-  const DeviceBuffer d_hidden(in.hidden.data(), in.hidden.size() * sizeof(uint16_t));
-  const DeviceBuffer d_logits(in.logits.data(), in.logits.size() * sizeof(float));
-  const DeviceBuffer d_bias(in.bias.data(), in.bias.size() * sizeof(float));
-  const DeviceBuffer d_out(out.data(), out_bytes);  // carries the poison
+  const auto d_hidden =
+      cuda::DeviceBuffer::copy_of(in.hidden.data(), in.hidden.size() * sizeof(uint16_t));
+  const auto d_logits =
+      cuda::DeviceBuffer::copy_of(in.logits.data(), in.logits.size() * sizeof(float));
+  const auto d_bias = cuda::DeviceBuffer::copy_of(in.bias.data(), in.bias.size() * sizeof(float));
+  const auto d_out = cuda::DeviceBuffer::copy_of(out.data(), out_bytes);  // carries the poison
   const MoEInputs views = input_views(run, d_hidden.get(), d_logits.get(), d_bias.get(), dev);
   const TensorView out_view = TensorView::contiguous(
       d_out.get(), DType::kBF16, {run.tokens, run.cfg.experts.hidden_size}, dev);

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/device_buffer.h"
 #include "cuda/expert_layout.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
@@ -58,29 +59,12 @@ class DeviceScope {
   bool switched_ = false;
 };
 
-struct CudaFree {
-  void operator()(void* p) const { cudaFree(p); }
-};
+using cuda::DeviceBuffer;
 
-// A zero-initialised device allocation of `bytes` (none when bytes == 0).
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(size_t bytes) {
-    if (bytes == 0) return;
-    void* p = nullptr;
-    SERVEKIT_CUDA_CHECK(cudaMalloc(&p, bytes));
-    ptr_.reset(p);
-    SERVEKIT_CUDA_CHECK(cudaMemset(p, 0, bytes));
-  }
-  template <typename T = void>
-  T* get() const {
-    return static_cast<T*>(ptr_.get());
-  }
-
- private:
-  std::unique_ptr<void, CudaFree> ptr_;
-};
+// Every buffer of the backend starts zeroed: unloaded experts read as zero weights.
+DeviceBuffer zeroed(size_t bytes) {
+  return DeviceBuffer(bytes, DeviceBuffer::Init::kZero);
+}
 
 class CudaMoEBackend final : public MoEBackend {
  public:
@@ -173,28 +157,28 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   const size_t ab = cuda::gemm_operand_bytes(operand_);
   const size_t h = static_cast<size_t>(hidden_), i = static_cast<size_t>(inter_),
                r = static_cast<size_t>(w13_rows_), cap = static_cast<size_t>(capacity_);
-  w13_ = DeviceBuffer(g * r * h * ab);
-  w2_ = DeviceBuffer(g * h * i * ab);
+  w13_ = zeroed(g * r * h * ab);
+  w2_ = zeroed(g * h * i * ab);
   if (operand_ == GemmOperand::kFP8PerTensor) {
-    w13_scale_ = DeviceBuffer(g * sizeof(float));
-    w2_scale_ = DeviceBuffer(g * sizeof(float));
+    w13_scale_ = zeroed(g * sizeof(float));
+    w2_scale_ = zeroed(g * sizeof(float));
   }
   if (operand_ == GemmOperand::kFP8Block128) {
-    w13_sfb_ = DeviceBuffer(g * (h / 128) * ((r + 127) / 128) * sizeof(float));
-    w2_sfb_ = DeviceBuffer(g * (i / 128) * ((h + 127) / 128) * sizeof(float));
+    w13_sfb_ = zeroed(g * (h / 128) * ((r + 127) / 128) * sizeof(float));
+    w2_sfb_ = zeroed(g * (i / 128) * ((h + 127) / 128) * sizeof(float));
   }
-  b13_ = DeviceBuffer(g * r * sizeof(float));
-  b2_ = DeviceBuffer(g * h * sizeof(float));
+  b13_ = zeroed(g * r * sizeof(float));
+  b2_ = zeroed(g * h * sizeof(float));
 
   const size_t tk = static_cast<size_t>(max_tokens_) * static_cast<size_t>(top_k_);
-  ids_ = DeviceBuffer(tk * sizeof(int32_t));
-  weights_ = DeviceBuffer(tk * sizeof(float));
-  offsets_ = DeviceBuffer((g + 1) * sizeof(int32_t));
-  row_token_ = DeviceBuffer(cap * sizeof(int32_t));
-  row_group_ = DeviceBuffer(cap * sizeof(int32_t));
-  token_slot_row_ = DeviceBuffer(static_cast<size_t>(max_tokens_) *
-                                 static_cast<size_t>(top_k_ + num_shared_) * sizeof(int32_t));
-  plan_scratch_ = DeviceBuffer(cuda::plan_scratch_bytes(max_tokens_, top_k_, num_groups_));
+  ids_ = zeroed(tk * sizeof(int32_t));
+  weights_ = zeroed(tk * sizeof(float));
+  offsets_ = zeroed((g + 1) * sizeof(int32_t));
+  row_token_ = zeroed(cap * sizeof(int32_t));
+  row_group_ = zeroed(cap * sizeof(int32_t));
+  token_slot_row_ = zeroed(static_cast<size_t>(max_tokens_) *
+                           static_cast<size_t>(top_k_ + num_shared_) * sizeof(int32_t));
+  plan_scratch_ = zeroed(cuda::plan_scratch_bytes(max_tokens_, top_k_, num_groups_));
   plan_.num_groups = num_groups_;
   plan_.group_offsets = offsets_.get<int32_t>();
   plan_.row_token = row_token_.get<int32_t>();
@@ -203,14 +187,14 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   plan_.scratch = plan_scratch_.get();
 
   const size_t act_bytes = cuda::act_element_bytes(act_);
-  x_ = DeviceBuffer(cap * h * 2);  // bf16 Y is the larger of A1 and Y
-  h1_ = DeviceBuffer(cap * r * 2);
-  a2_ = DeviceBuffer(cap * i * act_bytes);
+  x_ = zeroed(cap * h * 2);  // bf16 Y is the larger of A1 and Y
+  h1_ = zeroed(cap * r * 2);
+  a2_ = zeroed(cap * i * act_bytes);
   if (act_ == ActFormat::kFP8Block128) {
-    sfa1_ = DeviceBuffer(cap * (h / 128) * sizeof(float));
-    sfa2_ = DeviceBuffer(cap * (i / 128) * sizeof(float));
+    sfa1_ = zeroed(cap * (h / 128) * sizeof(float));
+    sfa2_ = zeroed(cap * (i / 128) * sizeof(float));
   }
-  scalars_ = DeviceBuffer(4 * sizeof(float));
+  scalars_ = zeroed(4 * sizeof(float));
 
   if (static_ok_) {
     // The static path is bandwidth-bound and planned for small batches: its capacity is the
@@ -234,10 +218,10 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     // 256-byte aligned slices: the kernels issue 16-byte vector loads.
     static_w13_bytes_ = (static_w13_bytes_ + 255) / 256 * 256;
     static_w2_bytes_ = (static_w2_bytes_ + 255) / 256 * 256;
-    static_w_ = DeviceBuffer(g * (static_w13_bytes_ + static_w2_bytes_));
+    static_w_ = zeroed(g * (static_w13_bytes_ + static_w2_bytes_));
     // Unloaded groups keep null pointers: the kernels read them as zeros.
-    static_table_ = DeviceBuffer(g * sizeof(cuda::StaticExpertPtrs));
-    static_ws_ = DeviceBuffer(cuda::static_workspace_bytes(static_desc_));
+    static_table_ = zeroed(g * sizeof(cuda::StaticExpertPtrs));
+    static_ws_ = zeroed(cuda::static_workspace_bytes(static_desc_));
     cuda::static_workspace_init(static_desc_, static_ws_.get(), nullptr);
     SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
   }

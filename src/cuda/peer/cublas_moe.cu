@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuda/device_buffer.h"
 #include "cuda/moe_plan.h"
 #include "cuda/peer/peer_gemm.h"
 #include "cuda/peer/peer_kernels.cuh"
@@ -17,26 +18,7 @@ namespace servekit::peer {
 
 namespace {
 
-class DeviceBuffer {
- public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (p_) cudaFree(p_);
-  }
-  void alloc(size_t bytes) {
-    if (bytes > 0) SERVEKIT_CUDA_CHECK(cudaMalloc(&p_, bytes));
-  }
-  template <typename T = void>
-  T* get() const {
-    return static_cast<T*>(p_);
-  }
-  uint8_t* bytes() const { return static_cast<uint8_t*>(p_); }
-
- private:
-  void* p_ = nullptr;
-};
+using cuda::DeviceBuffer;
 
 GemmKind gemm_kind(QuantMethod m) {
   if (m == QuantMethod::kFP8PerTensor) return GemmKind::kFP8Tensor;
@@ -195,14 +177,14 @@ void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
   ld13 = round_up(H / 128, 4);
   nb2 = (H + 127) / 128;
   ld2 = round_up(I / 128, 4);
-  w13.alloc(static_cast<size_t>(G * R * H) * w_elt);
-  w2.alloc(static_cast<size_t>(G * H * I) * w_elt);
+  w13 = DeviceBuffer(static_cast<size_t>(G * R * H) * w_elt);
+  w2 = DeviceBuffer(static_cast<size_t>(G * H * I) * w_elt);
   if (kind == GemmKind::kFP8Block) {
-    s13.alloc(static_cast<size_t>(G * nb13 * ld13) * 4);
-    s2.alloc(static_cast<size_t>(G * nb2 * ld2) * 4);
+    s13 = DeviceBuffer(static_cast<size_t>(G * nb13 * ld13) * 4);
+    s2 = DeviceBuffer(static_cast<size_t>(G * nb2 * ld2) * 4);
   } else if (kind == GemmKind::kFP8Tensor) {
-    s13.alloc(static_cast<size_t>(G * kScalarStride) * 4);
-    s2.alloc(static_cast<size_t>(G * kScalarStride) * 4);
+    s13 = DeviceBuffer(static_cast<size_t>(G * kScalarStride) * 4);
+    s2 = DeviceBuffer(static_cast<size_t>(G * kScalarStride) * 4);
   }
   std::vector<float> bias13, bias2, tensor13(G * kScalarStride), tensor2(G * kScalarStride);
   if (has_bias) {
@@ -235,8 +217,8 @@ void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
         cudaMemcpy(s2.get(), tensor2.data(), tensor2.size() * 4, cudaMemcpyHostToDevice));
   }
   if (has_bias) {
-    b13.alloc(bias13.size() * 4);
-    b2.alloc(bias2.size() * 4);
+    b13 = DeviceBuffer(bias13.size() * 4);
+    b2 = DeviceBuffer(bias2.size() * 4);
     SERVEKIT_CUDA_CHECK(
         cudaMemcpy(b13.get(), bias13.data(), bias13.size() * 4, cudaMemcpyHostToDevice));
     SERVEKIT_CUDA_CHECK(
@@ -246,14 +228,14 @@ void CublasMoE::Impl::upload_weights(const MoELayer& layer, int threads) {
 
 void CublasMoE::Impl::allocate_workspace() {
   const auto n = [](int64_t v) { return static_cast<size_t>(v); };
-  ids.alloc(n(max_tokens * K) * 4);
-  topk_w.alloc(n(max_tokens * K) * 4);
-  offsets.alloc(n(G + 1) * 4);
-  row_token.alloc(n(capacity) * 4);
-  row_group.alloc(n(capacity) * 4);
-  token_slot_row.alloc(n(max_tokens * (K + S)) * 4);
-  scratch.alloc(cuda::plan_scratch_bytes(max_tokens, K, G));
-  pad_shift.alloc(n(G + 1) * 4);
+  ids = DeviceBuffer(n(max_tokens * K) * 4);
+  topk_w = DeviceBuffer(n(max_tokens * K) * 4);
+  offsets = DeviceBuffer(n(G + 1) * 4);
+  row_token = DeviceBuffer(n(capacity) * 4);
+  row_group = DeviceBuffer(n(capacity) * 4);
+  token_slot_row = DeviceBuffer(n(max_tokens * (K + S)) * 4);
+  scratch = DeviceBuffer(cuda::plan_scratch_bytes(max_tokens, K, G));
+  pad_shift = DeviceBuffer(n(G + 1) * 4);
   plan.num_groups = G;
   plan.group_offsets = offsets.get<int32_t>();
   plan.row_token = row_token.get<int32_t>();
@@ -263,18 +245,18 @@ void CublasMoE::Impl::allocate_workspace() {
 
   padded_capacity = capacity + int64_t{G} * (row_align - 1);
   const int64_t P = padded_capacity;
-  xa.alloc(n(P * H) * a_elt);
-  h1.alloc(n(P * R) * 2);
-  act.alloc(n(P * I) * a_elt);
-  y.alloc(n(P * H) * 2);
+  xa = DeviceBuffer(n(P * H) * a_elt);
+  h1 = DeviceBuffer(n(P * R) * 2);
+  act = DeviceBuffer(n(P * I) * a_elt);
+  y = DeviceBuffer(n(P * H) * 2);
   if (kind != GemmKind::kBF16) {
-    act_f32.alloc(n(P * I) * 4);
-    amax.alloc(2 * sizeof(unsigned));
-    act_scales.alloc(n(2 * kScalarStride) * sizeof(float));
+    act_f32 = DeviceBuffer(n(P * I) * 4);
+    amax = DeviceBuffer(2 * sizeof(unsigned));
+    act_scales = DeviceBuffer(n(2 * kScalarStride) * sizeof(float));
   }
   if (kind == GemmKind::kFP8Block) {
-    xs.alloc(n((H / kernels::kActBlock) * P) * 4);
-    as.alloc(n((I / kernels::kActBlock) * P) * 4);
+    xs = DeviceBuffer(n((H / kernels::kActBlock) * P) * 4);
+    as = DeviceBuffer(n((I / kernels::kActBlock) * P) * 4);
   }
 }
 
@@ -321,11 +303,11 @@ CublasMoE::CublasMoE(const MoELayer& layer, int threads) : impl_(std::make_uniqu
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   SERVEKIT_CUBLAS_CHECK(cublasCreate(&m.blas));
   // A workspace of our own: cuBLAS then allocates nothing while a CUDA graph captures run().
-  m.blas_ws.alloc(kLtWorkspaceBytes);
+  m.blas_ws = DeviceBuffer(kLtWorkspaceBytes);
   SERVEKIT_CUBLAS_CHECK(cublasSetWorkspace(m.blas, m.blas_ws.get(), kLtWorkspaceBytes));
   SERVEKIT_CUBLAS_CHECK(cublasLtCreate(&m.lt));
   if (m.kind != GemmKind::kBF16) {
-    m.lt_ws.alloc(kLtWorkspaceBytes);
+    m.lt_ws = DeviceBuffer(kLtWorkspaceBytes);
     std::string why;
     m.row_align = m.choose_fp8_row_align(&why);
     if (m.row_align == 0) {
