@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Per-kernel durations and DRAM bytes of chosen benchmark rows under Nsight Compute, for ONE
+# device call (after scripts/gpu-check.sh has built BUILD_DIR, or it builds here).
+#   PROFILE_ROWS  row options for `servekit bench moe`, groups separated by --then
+#                 (default: the static path's 1/8/32-token rows and the dynamic 8192 rows)
+#   OUT           where ncu-<n>.csv and profile.log go (default ./out)
+#   BUDGET_S      seconds for the whole script (default 400)
+# ncu serialises kernels (no PDL overlap) and flushes caches before each one (cold L2, as the
+# benchmark), so the durations add up to more than the graph-timed layer: read them as shares.
+# Clocks are left alone (--clock-control none), as the device rules require.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+START=$(date +%s)
+BUDGET_S=${BUDGET_S:-400}
+OUT=${OUT:-$PWD/out}
+BUILD_DIR=${BUILD_DIR:-build}
+mkdir -p "$OUT"
+left() { echo $((START + BUDGET_S - $(date +%s))); }
+
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
+if [[ -z $NCU ]]; then
+  echo "ncu not found" | tee "$OUT/profile.log"
+  exit 1
+fi
+if [[ ! -x $BUILD_DIR/servekit ]]; then
+  env JOBS="$(nproc)" BUILD_DIR="$BUILD_DIR" SERVEKIT_WERROR=OFF scripts/build.sh \
+    -DSERVEKIT_TESTS=OFF >"$OUT/build.log" 2>&1 || {
+    tail -n 30 "$OUT/build.log"
+    exit 1
+  }
+fi
+
+DEFAULT_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1,8 --path static
+ --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32 --path static
+ --then --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8 --path static
+ --then --preset qwen3-30b-a3b --quant bf16 --tokens 2048 --path dynamic
+ --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 8192 --path dynamic"
+ROWS=${PROFILE_ROWS:-$DEFAULT_ROWS}
+
+# One ncu process per row group, so one slow group cannot take the others' output.
+n=0
+while IFS= read -r group; do
+  [[ -z ${group// /} ]] && continue
+  n=$((n + 1))
+  limit=$(($(left) - 10))
+  ((limit < 20)) && { echo "budget spent before group $n: $group" | tee -a "$OUT/profile.log"; break; }
+  echo "== group $n (limit ${limit}s): $group" | tee -a "$OUT/profile.log"
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$limit" "$NCU" --clock-control none --csv --page raw \
+    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size \
+    --log-file "$OUT/ncu-$n.csv" \
+    "$BUILD_DIR/servekit" bench moe $group --routing uniform --repeats 1 --warmup 0 --peer off \
+    --check-tokens 1 >>"$OUT/profile.log" 2>&1
+  echo "rc=$?" >>"$OUT/profile.log"
+done < <(echo "$ROWS" | tr '\n' ' ' | sed 's/--then/\n/g')
+echo "total $(($(date +%s) - START))s" | tee -a "$OUT/profile.log"
