@@ -132,7 +132,8 @@ ISSUE3_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routi
       --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
       --check-tokens 32)
 # The static path's target rows (issue 4), both paths side by side so the cutover shows;
-# small presets first so the budget cuts the expensive loads, never the reverse.
+# small presets first so the budget cuts the expensive loads, never the reverse; last, the
+# "all tokens on one expert" rows (--routing one) at 128 tokens.
 ISSUE4_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing uniform --path both
       --then --preset qwen3-235b-a22b --quant bf16,int4_w4a16 --tokens 1,8,32 --routing uniform
       --path both --check-tokens 8
@@ -141,6 +142,10 @@ ISSUE4_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing u
       --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32,128 --routing uniform,skewed
       --path both --check-tokens 8
       --then --preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path both
+      --check-tokens 8
+      --then --preset qwen3-235b-a22b --quant bf16 --tokens 128 --routing one --path both
+      --check-tokens 8
+      --then --preset deepseek-v3 --quant fp8_block128 --tokens 128 --routing one --path both
       --check-tokens 8)
 case $BENCH_SET in
   quick)

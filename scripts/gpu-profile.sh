@@ -52,5 +52,5 @@ while IFS= read -r group; do
     "$BUILD_DIR/servekit" bench moe $group --routing uniform --repeats 1 --warmup 0 --peer off \
     --check-tokens 1 >>"$OUT/profile.log" 2>&1
   echo "rc=$?" >>"$OUT/profile.log"
-done < <(echo "$ROWS" | tr '\n' ' ' | sed 's/--then/\n/g')
+done < <(echo "$ROWS" | tr '\n' ' ' | sed 's/--then/\n/g'; echo)
 echo "total $(($(date +%s) - START))s" | tee -a "$OUT/profile.log"

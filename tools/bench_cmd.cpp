@@ -22,7 +22,7 @@ using bench::BenchOptions;
 
 constexpr const char* kUsage =
     "usage: servekit bench moe [--preset a,b|all] [--quant q1,q2|default|all]\n"
-    "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed]\n"
+    "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed,one]\n"
     "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
     "         [--check-tokens 64] [--peer on|off] [--commit SHA] [--threads N] [--device N]\n"
     "         [--max-seconds S] [--seed N] [--parallel-load on|off] [--then <row options>...]\n"
@@ -90,8 +90,7 @@ bench::RowSpec parse_spec(const SpecText& t) {
   }
   for (const auto& v : split(t.tokens)) spec.tokens.push_back(parse_int("--tokens", v, 1, 1 << 20));
   for (const auto& r : split(t.routings)) {
-    SERVEKIT_CHECK(r == "uniform" || r == "skewed", "--routing=", r, " must be uniform or skewed");
-    spec.routings.push_back(r == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
+    spec.routings.push_back(parse_routing_skew(r));
   }
   if (t.path == "both") {
     spec.paths = {MoEPath::kStatic, MoEPath::kDynamic};

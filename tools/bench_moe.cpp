@@ -63,10 +63,6 @@ const char* path_name(MoEPath p) {
   return "?";
 }
 
-const char* skew_name(RoutingSkew s) {
-  return s == RoutingSkew::kSkewed ? "skewed" : "uniform";
-}
-
 // FNV-1a over the row's identity: every row draws its own inputs, the same for every path.
 uint64_t row_seed(uint64_t base, const std::string& preset, QuantMethod q, int64_t tokens,
                   RoutingSkew skew) {
@@ -216,8 +212,7 @@ struct Group {
 
 void run_peer(Group& g, const RefCheck& check, const MoEInputs& in, const TensorView& out,
               const BenchOptions& opt, cuda::L2Flusher& flusher, cudaStream_t s, BenchRow& row) {
-  const auto key = std::make_pair(
-      row.tokens, row.routing == "skewed" ? RoutingSkew::kSkewed : RoutingSkew::kUniform);
+  const auto key = std::make_pair(row.tokens, parse_routing_skew(row.routing));
   PeerResult p;
   if (auto it = g.peer_cache.find(key); it != g.peer_cache.end()) {
     p = it->second;
@@ -388,7 +383,7 @@ class Runner {
           BenchRow row;
           row.preset = preset.name;
           row.quant = std::string(quant_name(quant.method));
-          row.routing = skew_name(skew);
+          row.routing = routing_skew_name(skew);
           row.path = path_name(path);
           row.tokens = T;
           if (!group_error.empty()) {

@@ -55,7 +55,8 @@ void print_moe_usage() {
       "  --group-size G       int4_w4a16 only: 32, 64 or 128 (default 128)\n"
       "  --device D           auto | cpu | cuda (default auto: cuda when built with CUDA and a\n"
       "                       device is present, else cpu)\n"
-      "  --routing R          uniform | skewed router logits (default uniform)\n"
+      "  --routing R          uniform | skewed | one (every token on one expert) router logits\n"
+      "                       (default uniform)\n"
       "  --seed S             seed of weights and inputs (default 1)\n"
       "  --threads N          host threads for the CPU backend and for generating weights,\n"
       "                       0 = all hardware threads (default 0)\n"
@@ -111,9 +112,8 @@ MoERun parse_moe_run(int argc, char** argv) {
   exec.num_threads = static_cast<int>(args.get_int("threads", 0, 0, 4096));
   run.check = args.has("check");
   exec.keep_host_weights = run.check;  // the reference reads the prepared host copy
-  run.skew = args.get_choice("routing", "uniform", {"uniform", "skewed"}) == "skewed"
-                 ? RoutingSkew::kSkewed
-                 : RoutingSkew::kUniform;
+  run.skew =
+      parse_routing_skew(args.get_choice("routing", "uniform", {"uniform", "skewed", "one"}));
   run.seed = args.get_uint("seed", 1);
   run.repeats =
       static_cast<int>(args.get_int("repeats", exec.device.is_cuda() ? 20 : 3, 1, 100000));
@@ -355,7 +355,7 @@ int execute(MoELayer& layer, const MoERun& run) {
       {"preset", run.preset->name},
       {"quant", std::string(quant_name(run.cfg.quant.method))},
       {"device", device_label(run.cfg.exec)},
-      {"routing", run.skew == RoutingSkew::kSkewed ? "skewed" : "uniform"},
+      {"routing", routing_skew_name(run.skew)},
       {"tokens", std::to_string(run.tokens)},
       {"experts touched", experts},
       {"time (ms)", fixed(t_ms, 3)},

@@ -149,8 +149,31 @@ std::vector<float> make_router_logits(uint64_t seed, int64_t tokens, int num_exp
     for (int64_t t = 0; t < tokens; ++t)
       for (int j = 0; j < num_experts; ++j)
         logits[t * num_experts + perm[j]] += 6.0f / static_cast<float>(1 + j);
+  } else if (skew == RoutingSkew::kOneExpert) {
+    const uint64_t key = sequence_key(seed, tagged(kShuffleTag, 1));
+    const int64_t hot = static_cast<int64_t>(hash_at(key, 0) % static_cast<uint64_t>(num_experts));
+    for (float& v : logits) v -= 4.0f;
+    for (int64_t t = 0; t < tokens; ++t) logits[t * num_experts + hot] += 34.0f;
   }
   return logits;
+}
+
+const char* routing_skew_name(RoutingSkew skew) {
+  switch (skew) {
+    case RoutingSkew::kUniform:
+      return "uniform";
+    case RoutingSkew::kSkewed:
+      return "skewed";
+    case RoutingSkew::kOneExpert:
+      return "one";
+  }
+  return "?";
+}
+
+RoutingSkew parse_routing_skew(const std::string& name) {
+  for (RoutingSkew s : {RoutingSkew::kUniform, RoutingSkew::kSkewed, RoutingSkew::kOneExpert})
+    if (name == routing_skew_name(s)) return s;
+  SERVEKIT_FAIL("routing=", name, " must be uniform, skewed or one");
 }
 
 std::vector<float> make_correction_bias(uint64_t seed, int num_experts) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "servekit/moe.h"
@@ -19,8 +20,8 @@ void fill_normal_f32(uint64_t seed, uint64_t stream, float* out, size_t n, float
 
 // Canonical host weights of one expert, with views for MoELayer::load_expert.
 struct HostExpert {
-  std::vector<uint16_t> w13;  // [R, H] bf16 bits
-  std::vector<uint16_t> w2;   // [H, I]
+  std::vector<uint16_t> w13;             // [R, H] bf16 bits
+  std::vector<uint16_t> w2;              // [H, I]
   std::vector<float> w13_bias, w2_bias;  // empty unless with_bias
   ExpertWeightsView view(const MoEConfig& cfg);
 };
@@ -28,11 +29,18 @@ struct HostExpert {
 // so that activations stay O(1): U(-a, a) with a = sqrt(3 / fan_in).
 HostExpert make_random_expert(const MoEConfig& cfg, uint64_t seed, int index, bool with_bias);
 
-enum class RoutingSkew : uint8_t { kUniform, kSkewed };
+enum class RoutingSkew : uint8_t { kUniform, kSkewed, kOneExpert };
 // Router logits [T, E]: kUniform draws N(0, 1); kSkewed adds a Zipf-like bonus that sends most
-// tokens to a few experts (expert j gets +6/(1+j) after a seeded shuffle).
+// tokens to a few experts (expert j gets +6/(1+j) after a seeded shuffle); kOneExpert shifts
+// every logit by -4 and one seeded expert by +30 more, so every token routes to it (top-1 under
+// every method: the others' sigmoid stays < 0.12, below the hot expert's 1 even with a +-0.1
+// correction bias) while the other slots stay random: the worst case of the static path's
+// virtual-expert split.
 std::vector<float> make_router_logits(uint64_t seed, int64_t tokens, int num_experts,
                                       RoutingSkew skew);
+// "uniform", "skewed" or "one", and back; parse_routing_skew throws Error for any other name.
+const char* routing_skew_name(RoutingSkew skew);
+RoutingSkew parse_routing_skew(const std::string& name);
 // Correction bias [E] (DeepSeek-V3 / MiniMax): small values U(-0.1, 0.1).
 std::vector<float> make_correction_bias(uint64_t seed, int num_experts);
 // Hidden states [T, H] bf16 bits, N(0, 1).

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "moe_test_util.h"
 
@@ -76,6 +77,36 @@ TEST(RandomData, ExpertAloneEqualsExpertAmongOthers) {
   for (uint16_t v : alone.w2)
     ASSERT_LE(std::abs(bf16_to_float(v)), std::sqrt(3.0f / 128) * (1 + 1.0f / 256));
   EXPECT_THROW(make_random_expert(cfg, 42, 17, false), Error);
+}
+
+// kOneExpert: every token's first choice is one expert under every routing method (deepseek's
+// group-limited selection included), and its other slots still vary between tokens.
+TEST(RandomData, RouterLogitsOneExpert) {
+  const int E = 64, K = 6, T = 128;
+  const std::vector<float> logits = make_router_logits(9, T, E, RoutingSkew::kOneExpert);
+  const std::vector<float> bias = make_correction_bias(9, E);
+  for (RoutingMethod m :
+       {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax, RoutingMethod::kDeepSeekV3,
+        RoutingMethod::kLlama4, RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax}) {
+    RoutingConfig cfg;
+    cfg.num_experts = E;
+    cfg.top_k = K;
+    cfg.method = m;
+    if (m == RoutingMethod::kDeepSeekV3) cfg.n_group = 8, cfg.topk_group = 2;
+    std::vector<int32_t> ids(T * K);
+    std::vector<float> w(T * K);
+    route_cpu(cfg, logits.data(), bias.data(), T, ids.data(), w.data());
+    std::set<int32_t> second;
+    for (int t = 0; t < T; ++t) {
+      ASSERT_EQ(ids[t * K], ids[0]) << routing_name(m) << " token " << t;
+      second.insert(ids[t * K + 1]);
+    }
+    EXPECT_GT(second.size(), 4u) << routing_name(m);
+  }
+  EXPECT_EQ(parse_routing_skew("one"), RoutingSkew::kOneExpert);
+  for (RoutingSkew s : {RoutingSkew::kUniform, RoutingSkew::kSkewed, RoutingSkew::kOneExpert})
+    EXPECT_EQ(parse_routing_skew(routing_skew_name(s)), s);
+  EXPECT_THROW(parse_routing_skew("zipf"), Error);
 }
 
 TEST(RandomData, RouterLogitsSkewAndInputs) {
