@@ -54,3 +54,4 @@ while IFS= read -r group; do
   echo "rc=$?" >>"$OUT/profile.log"
 done < <(echo "$ROWS" | tr '\n' ' ' | sed 's/--then/\n/g'; echo)
 echo "total $(($(date +%s) - START))s" | tee -a "$OUT/profile.log"
+python3 bench/ncu_table.py "$OUT"/ncu-*.csv > "$OUT/ncu-table.txt" 2>&1 || true
