@@ -197,7 +197,8 @@ __global__ void __launch_bounds__(kStaticV2Threads, 2)
       staged_w0 = w0;
       staged_end = min(w0 + win, kb1);
       named_sync(kStaticThreads);  // the previous unit's readers are done with the window
-      static_stage_window<F, kDown>(p, task, w0, staged_end, sB, row_stride, sXs, act_scale);
+      static_stage_window<F, kDown, static_stage_batch<F>()>(p, task, w0, staged_end, sB,
+                                                             row_stride, sXs, act_scale);
       named_sync(kStaticThreads);
     }
     int w1 = w0 + win;
@@ -215,7 +216,8 @@ __global__ void __launch_bounds__(kStaticV2Threads, 2)
         staged_w0 = w0;
         staged_end = min(w1, kb1);
         named_sync(kStaticThreads);
-        static_stage_window<F, kDown>(p, task, w0, staged_end, sB, row_stride, sXs, act_scale);
+        static_stage_window<F, kDown, static_stage_batch<F>()>(p, task, w0, staged_end, sB,
+                                                               row_stride, sXs, act_scale);
         named_sync(kStaticThreads);
       }
       const int slot = i % R::kSlots;

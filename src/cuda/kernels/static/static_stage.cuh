@@ -64,8 +64,12 @@ __device__ __forceinline__ void static_load8(const StaticGemmParams& p, const St
 // chunks before converting any: the loads (two dependent ones for GEMM1's gather) are L2
 // round trips, and a 32-row task stages ~1800 chunks per unit, so one chunk per round trip made
 // the staging latency-bound (the suspected cause of the 32-token collapse).
-constexpr int kStageBatch = 4;
-template <StaticFormat F, bool kDown>
+// kStageBatch: 1 in v1 (at its 128-register limit), static_stage_batch in v2.
+template <StaticFormat F>
+constexpr int static_stage_batch() {
+  return static_is_fp8(F) ? 2 : 4;  // fp8's quantizer next to 4 batches spills
+}
+template <StaticFormat F, bool kDown, int kStageBatch = 1>
 __device__ void static_stage_window(const StaticGemmParams& p, const StaticTask& task, int w0,
                                     int w1, uint8_t* sB, int row_stride, float* sXs,
                                     float act_scale) {
