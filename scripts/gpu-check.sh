@@ -115,8 +115,13 @@ if ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
     "$BUILD_DIR/servekit" moe --preset tiny --tokens 33 --quant bf16 --device cuda --check
   run_stage memcheck-bench "$(cap $(($(left) - 80)) 90)" "$OUT/sanitizer.log" \
     "$SANITIZER" --tool memcheck --error-exitcode 1 \
-    "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128 --tokens 33 \
-    --routing uniform --repeats 2 --warmup 1 --check-tokens 8 --threads 4
+    "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128,int4_w4a16 --tokens 33 \
+    --routing uniform --path both --repeats 2 --warmup 1 --check-tokens 8 --threads 4
+  # The static kernel's shared-memory ring (mbarriers, bulk copies, a producer warp): races.
+  run_stage racecheck "$(cap $(($(left) - 70)) 90)" "$OUT/sanitizer.log" \
+    "$SANITIZER" --tool racecheck --error-exitcode 1 \
+    "$BUILD_DIR/servekit" bench moe --preset tiny --quant fp8_block128,mxfp4_w4a16 --tokens 5 \
+    --routing uniform --path static --repeats 1 --warmup 0 --check-tokens 5 --threads 4 --peer off
   grep -E "ERROR SUMMARY|Invalid|error" "$OUT/sanitizer.log" | head -n 20
 elif ((BUILD_OK)); then
   echo "compute-sanitizer not found (PATH, /usr/local/cuda*)" | tee -a "$OUT/sanitizer.log"
