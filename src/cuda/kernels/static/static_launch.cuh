@@ -4,38 +4,24 @@
 #pragma once
 
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/static/static_gemm.cuh"
-#include "cuda/kernels/static/static_gemm_v2.cuh"
 #include "cuda/kernels/static/static_launch.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
 
 namespace servekit::cuda::static_moe {
 
-// The GEMM kernel version: v2 (shared-memory ring fed by bulk copies, static_gemm_v2.cuh) unless
-// the environment says SERVEKIT_STATIC_KERNEL=v1 (the register-ring kernel, kept for A/B runs).
-// Read once per process.
-inline bool static_use_v1() {
-  static const bool v1 = [] {
-    const char* s = std::getenv("SERVEKIT_STATIC_KERNEL");
-    return s != nullptr && std::strcmp(s, "v1") == 0;
-  }();
-  return v1;
-}
-
 // CTAs of kernel resident per SM with smem_bytes of dynamic shared memory (opting in first).
 template <typename Kernel>
-int static_ctas_per_sm(Kernel kernel, int threads, int smem_bytes) {
+int static_ctas_per_sm(Kernel kernel, int smem_bytes) {
   SERVEKIT_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   int n = 0;
   SERVEKIT_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kStaticThreads, smem_bytes));
   SERVEKIT_CHECK(n >= 1, "static moe: the GEMM kernel does not fit on an SM with ", smem_bytes,
                  " bytes of shared memory");
   return n;
@@ -52,22 +38,16 @@ constexpr int kStaticMaxDevices = 64;
 
 // GEMM grid of format F (both kernels): one wave of resident CTAs, at most
 // kStaticMaxCtasPerSm per SM. Cached per device (the queries cost microseconds per call); the
-// shared memory size is a constant per kernel version, so the opt-in made on the first call
-// holds.
+// shared memory size is the constant kStaticSmemBytes, so the opt-in made on the first call holds.
 template <StaticFormat F>
 int static_grid() {
+  constexpr int smem_bytes = kStaticSmemBytes;
   static std::atomic<int> cache[kStaticMaxDevices] = {};
   int dev = 0;
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < kStaticMaxDevices && cache[dev].load() > 0) return cache[dev].load();
-  const bool v1 = static_use_v1();
-  const int a =
-      v1 ? static_ctas_per_sm(static_gemm_kernel<F, false>, kStaticThreads, kStaticSmemBytes)
-         : static_ctas_per_sm(static_gemm_v2_kernel<F, false>, kStaticV2Threads,
-                              kStaticV2SmemBytes);
-  const int b =
-      v1 ? static_ctas_per_sm(static_gemm_kernel<F, true>, kStaticThreads, kStaticSmemBytes)
-         : static_ctas_per_sm(static_gemm_v2_kernel<F, true>, kStaticV2Threads, kStaticV2SmemBytes);
+  const int a = static_ctas_per_sm(static_gemm_kernel<F, false>, smem_bytes);
+  const int b = static_ctas_per_sm(static_gemm_kernel<F, true>, smem_bytes);
   int per_sm = a < b ? a : b;
   per_sm = per_sm < kStaticMaxCtasPerSm ? per_sm : kStaticMaxCtasPerSm;
   const int grid = static_sm_count() * per_sm;
@@ -76,11 +56,11 @@ int static_grid() {
 }
 
 template <typename Kernel>
-void static_launch_one(Kernel kernel, int grid, int threads, int smem, bool pdl,
-                       cudaStream_t stream, const StaticGemmParams& p) {
+void static_launch_one(Kernel kernel, int grid, int smem, bool pdl, cudaStream_t stream,
+                       const StaticGemmParams& p) {
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(static_cast<unsigned>(threads));
+  cfg.blockDim = dim3(kStaticThreads);
   cfg.dynamicSmemBytes = static_cast<size_t>(smem);
   cfg.stream = stream;
   cudaLaunchAttribute attr{};
@@ -95,17 +75,8 @@ template <StaticFormat F>
 void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
   const int grid = static_grid<F>();
   l.gemm2.amax_in_count = grid;
-  if (static_use_v1()) {
-    static_launch_one(static_gemm_kernel<F, false>, grid, kStaticThreads, kStaticSmemBytes, l.pdl,
-                      stream, l.gemm1);
-    static_launch_one(static_gemm_kernel<F, true>, grid, kStaticThreads, kStaticSmemBytes, l.pdl,
-                      stream, l.gemm2);
-  } else {
-    static_launch_one(static_gemm_v2_kernel<F, false>, grid, kStaticV2Threads, kStaticV2SmemBytes,
-                      l.pdl, stream, l.gemm1);
-    static_launch_one(static_gemm_v2_kernel<F, true>, grid, kStaticV2Threads, kStaticV2SmemBytes,
-                      l.pdl, stream, l.gemm2);
-  }
+  static_launch_one(static_gemm_kernel<F, false>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm1);
+  static_launch_one(static_gemm_kernel<F, true>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm2);
 }
 
 }  // namespace servekit::cuda::static_moe

@@ -8,7 +8,6 @@
 //                  registers allow without spilling (int4 needs more for its group scales)
 //   kF16           the mma's 16-bit type: f16 (e4m3 codes, exact in f16) or bf16
 //   Scale          the per-lane scale registers of one k-block; load_scale() fetches them
-//                  from global memory, scale_at() from the lane's scale bytes in shared memory
 //   frags()        the 16 A registers (16-bit pairs) of the k-block, 4 per mma step
 //   kPromote       0: accumulate straight into the accumulators; 1 / 2: accumulate each
 //                  k-block (1) or each half k-block (2) apart and add it times row_scale()
@@ -34,7 +33,6 @@ struct StaticLoader<StaticFormat::kBF16> {
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = NoScale;
   __device__ __forceinline__ static Scale load_scale(const uint8_t*, int, int, int) { return {}; }
-  __device__ __forceinline__ static Scale scale_at(const uint8_t*) { return {}; }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
 #pragma unroll
@@ -61,9 +59,6 @@ struct E2M1Loader {
     return ldg_u32(tile_scales +
                    static_lane_scale_offset(
                        kMul == kMXFoldMul ? StaticFormat::kMXFP4 : StaticFormat::kNVFP4, kb, g, t));
-  }
-  __device__ __forceinline__ static Scale scale_at(const uint8_t* p) {
-    return *reinterpret_cast<const uint32_t*>(p);
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale& sc,
                                                uint32_t (&a)[4][4]) {
@@ -112,13 +107,6 @@ struct Int4Loader {
       return make_uint2(ldg_u32(p), 0u);
     }
   }
-  __device__ __forceinline__ static Scale scale_at(const uint8_t* p) {
-    if constexpr (F == StaticFormat::kInt4G32) {
-      return *reinterpret_cast<const uint2*>(p);
-    } else {
-      return make_uint2(*reinterpret_cast<const uint32_t*>(p), 0u);
-    }
-  }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
     const uint32_t w[4] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w};
@@ -161,14 +149,6 @@ struct Fp8Loader {
                                                      int t) {
     if constexpr (F == StaticFormat::kFP8Block128) {
       const uint2 v = ldg_u64(tile_scales + static_lane_scale_offset(F, kb, g, t));
-      return make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
-    } else {
-      return make_float2(1.0f, 1.0f);
-    }
-  }
-  __device__ __forceinline__ static Scale scale_at(const uint8_t* p) {
-    if constexpr (F == StaticFormat::kFP8Block128) {
-      const uint2 v = *reinterpret_cast<const uint2*>(p);
       return make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
     } else {
       return make_float2(1.0f, 1.0f);

@@ -26,9 +26,8 @@ constexpr int kStaticSmemBytes = kStaticWindowBytes + kStaticScaleBytes;
 
 // Window k-blocks for a task of `rows` rows: even (chunks of 128), at most the matrix's k-blocks
 // rounded up to even and kStaticMaxWindowKBlocks.
-__device__ __forceinline__ int static_window_kblocks(int rows, int kblocks,
-                                                     int window_bytes = kStaticWindowBytes) {
-  const int fit = ((window_bytes / rows - 64) / 128) & ~1;
+__device__ __forceinline__ int static_window_kblocks(int rows, int kblocks) {
+  const int fit = ((kStaticWindowBytes / rows - 64) / 128) & ~1;
   const int all = (kblocks + 1) & ~1;
   const int w = fit < all ? fit : all;
   return w < kStaticMaxWindowKBlocks ? w : kStaticMaxWindowKBlocks;
@@ -60,67 +59,44 @@ __device__ __forceinline__ void static_load8(const StaticGemmParams& p, const St
 
 // Stages k-blocks [w0, w1) (w0 even) of the task's rows. act_scale: the fp8_per_tensor scale.
 // Each 128-column chunk of a row goes to one half-warp, 8 columns per lane, so the
-// fp8_block128 amax is a 4-step shuffle within the half-warp. A half-warp loads kStageBatch
-// chunks before converting any: the loads (two dependent ones for GEMM1's gather) are L2
-// round trips, and a 32-row task stages ~1800 chunks per unit, so one chunk per round trip made
-// the staging latency-bound (the suspected cause of the 32-token collapse).
-// kStageBatch: 1 in v1 (at its 128-register limit), static_stage_batch in v2.
-template <StaticFormat F>
-constexpr int static_stage_batch() {
-  return static_is_fp8(F) ? 2 : 4;  // fp8's quantizer next to 4 batches spills
-}
-template <StaticFormat F, bool kDown, int kStageBatch = 1>
+// fp8_block128 amax is a 4-step shuffle within the half-warp.
+template <StaticFormat F, bool kDown>
 __device__ void static_stage_window(const StaticGemmParams& p, const StaticTask& task, int w0,
                                     int w1, uint8_t* sB, int row_stride, float* sXs,
                                     float act_scale) {
-  constexpr int kHalves = kStaticThreads / 16;
-  const int c0 = w0 / 2, c1 = (w1 + 1) / 2, chunks = c1 - c0, items = task.rows * chunks;
+  const int c0 = w0 / 2, c1 = (w1 + 1) / 2, chunks = c1 - c0;
   const int half = threadIdx.x / 16, l = threadIdx.x % 16;
   const unsigned half_mask = 0xFFFFu << (16 * ((threadIdx.x / 16) & 1));
-  for (int it0 = half; it0 < items; it0 += kStageBatch * kHalves) {
-    float v[kStageBatch][8];
+  for (int it = half; it < task.rows * chunks; it += kStaticThreads / 16) {
+    const int r = it / chunks, c = c0 + it % chunks;
+    const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
+    const bool in = col < p.k;  // K % 128 may be 64: the last chunk's upper half is absent
+    float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    if (in) static_load8<kDown>(p, task, r, col, v);
+    uint4* dst =
+        reinterpret_cast<uint4*>(sB + r * row_stride + (col - static_cast<int64_t>(w0) * 64) * 2);
+    if constexpr (!static_is_fp8(F)) {
+      if (!in) continue;
+      uint32_t w[4];
 #pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int it = it0 + b * kHalves;
-      const int r = it / chunks, c = c0 + it % chunks;
-      const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[b][i] = 0.0f;
-      if (it < items && col < p.k) static_load8<kDown>(p, task, r, col, v[b]);
-    }
-#pragma unroll
-    for (int b = 0; b < kStageBatch; ++b) {
-      const int it = it0 + b * kHalves;
-      if (it >= items) break;  // the same for the whole half-warp
-      const int r = it / chunks, c = c0 + it % chunks;
-      const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
-      const bool in = col < p.k;  // K % 128 may be 64: the last chunk's upper half is absent
-      uint4* dst =
-          reinterpret_cast<uint4*>(sB + r * row_stride + (col - static_cast<int64_t>(w0) * 64) * 2);
-      if constexpr (!static_is_fp8(F)) {
-        if (in) {
-          uint32_t w[4];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            const __nv_bfloat162 h = __floats2bfloat162_rn(v[b][2 * i], v[b][2 * i + 1]);
-            w[i] = *reinterpret_cast<const uint32_t*>(&h);
-          }
-          *dst = make_uint4(w[0], w[1], w[2], w[3]);
-        }
-      } else {
-        float s = act_scale;
-        if constexpr (F == StaticFormat::kFP8Block128) {
-          uint32_t m = 0;
-#pragma unroll
-          for (int i = 0; i < 8; ++i) m = max(m, abs_bits(v[b][i]));
-          for (int o = 8; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(half_mask, m, o));
-          s = fp8_scale_of_amax_bits(m);
-          if (l == 0) sXs[(c - c0) * 32 + r] = s;
-        }
-        if (in)
-          *dst = make_uint4(f16x2_e4m3_of(v[b][0], v[b][1], s), f16x2_e4m3_of(v[b][2], v[b][3], s),
-                            f16x2_e4m3_of(v[b][4], v[b][5], s), f16x2_e4m3_of(v[b][6], v[b][7], s));
+      for (int i = 0; i < 4; ++i) {
+        const __nv_bfloat162 b = __floats2bfloat162_rn(v[2 * i], v[2 * i + 1]);
+        w[i] = *reinterpret_cast<const uint32_t*>(&b);
       }
+      *dst = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      float s = act_scale;
+      if constexpr (F == StaticFormat::kFP8Block128) {
+        uint32_t m = 0;
+#pragma unroll
+        for (int i = 0; i < 8; ++i) m = max(m, abs_bits(v[i]));
+        for (int o = 8; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(half_mask, m, o));
+        s = fp8_scale_of_amax_bits(m);
+        if (l == 0) sXs[(c - c0) * 32 + r] = s;
+      }
+      if (!in) continue;
+      *dst = make_uint4(f16x2_e4m3_of(v[0], v[1], s), f16x2_e4m3_of(v[2], v[3], s),
+                        f16x2_e4m3_of(v[4], v[5], s), f16x2_e4m3_of(v[6], v[7], s));
     }
   }
 }
