@@ -29,11 +29,24 @@ struct StaticTileRef {
   bool live = false;               // the tile exists and its expert is loaded
 };
 
+// Units are numbered column-group-major: unit u is task u % ntasks, column group u / ntasks.
+// A task's units are therefore ntasks apart in the step list and land on different CTAs, so the
+// activation staging of a many-row task (a shared expert, a hot expert: up to 32 rows, restaged
+// at every unit) is spread over the grid instead of piling up on the one or two CTAs whose
+// ranges would hold its units if they were consecutive (task-major order measured 2.9 ms for
+// deepseek-v3 GEMM1 at 32 tokens against ~0.9 ms of weight streaming, docs/perf-notes.md).
+__device__ __forceinline__ int static_unit_task(int unit, int ntasks) {
+  return unit % ntasks;
+}
+__device__ __forceinline__ int static_unit_group(int unit, int ntasks) {
+  return unit / ntasks;
+}
+
 template <StaticFormat F, bool kDown>
 __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams& p, int unit,
-                                                         int warp, int lane) {
-  const StaticTask task = p.tasks[unit / p.ngroups];
-  const int tile = static_cast<int>(unit % p.ngroups) * kStaticWarps + warp;
+                                                         int ntasks, int warp, int lane) {
+  const StaticTask task = p.tasks[static_unit_task(unit, ntasks)];
+  const int tile = static_unit_group(unit, ntasks) * kStaticWarps + warp;
   const StaticExpertPtrs e = p.experts[task.group];
   const uint8_t* base = kDown ? e.w2 : e.w13;
   StaticTileRef r;
@@ -157,7 +170,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   typename L::Scale sring[D];
   StaticTileRef ref;
   if (u_first <= u_last) {  // prologue: the first batch of loads, before the dependency wait
-    ref = static_tile_ref<F, kDown>(p, u_first, warp, lane);
+    ref = static_tile_ref<F, kDown>(p, u_first, ntasks, warp, lane);
     const int kb1 = u_first == u_last ? last_kb1 : kblocks;
 #pragma unroll
     for (int j = 0; j < D; ++j)
@@ -179,8 +192,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   uint32_t amax = 0;
   for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
-    const StaticTask task = p.tasks[u / p.ngroups];
-    const int tile = static_cast<int>(u % p.ngroups) * kStaticWarps + warp;
+    const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
+    const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;
     const int nts = (task.rows + 7) / 8;
     const bool live = ref.live;
     const int win = static_window_kblocks(task.rows, kblocks);
@@ -209,7 +222,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
       }
       const StaticTileRef nref =
           nu == u ? ref
-                  : (nu <= u_last ? static_tile_ref<F, kDown>(p, nu, warp, lane) : StaticTileRef{});
+                  : (nu <= u_last ? static_tile_ref<F, kDown>(p, nu, ntasks, warp, lane)
+                                  : StaticTileRef{});
       if (kb + D > w1 && w1 < kb1) {  // the batch leaves the staged window: slide it
         __syncthreads();
         w0 = kb & ~1;
@@ -278,7 +292,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
       __threadfence();
       __syncthreads();
-      const int cg = static_cast<int>(u % p.ngroups);
+      const int cg = static_unit_group(u, ntasks);
       if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == ntasks - 1;
       __syncthreads();
       if (last_flag) {

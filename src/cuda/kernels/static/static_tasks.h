@@ -9,7 +9,8 @@
 //          still streams that expert's weights once for all of its rows.
 //   unit   (task, column group): kStaticWarps m16 tiles of one weight matrix, i.e. 128 weight rows.
 //   step   (unit, k-block): the unit's work over 64 columns of K.
-// The steps of all units form one list (unit-major), and CTA b of a grid of P works on steps
+// The steps of all units form one list (unit-major; units column-group-major, see static_gemm.cuh),
+// and CTA b of a grid of P works on steps
 // [b * S / P, (b + 1) * S / P) ("stream-K"): every CTA gets the same number of steps whatever
 // the expert count, and a unit cut between CTAs is summed in CTA order (deterministic).
 #pragma once
