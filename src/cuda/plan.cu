@@ -178,7 +178,8 @@ void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
     const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;
     const size_t smem =
         static_cast<size_t>(std::min<int64_t>(tokens, OneCtaShape::kWarps)) * sizeof(WarpSmem);
-    if (smem > 48 * 1024) {  // above the default limit a kernel must opt in
+    // Above 48 KiB of static + dynamic shared memory a kernel must opt in.
+    if (smem + sizeof(permute::OneCtaPlanSmem) > 48 * 1024) {
       SERVEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem)));
     }
