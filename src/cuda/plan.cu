@@ -90,9 +90,10 @@ permute::PlanParams checked_plan_params(const int32_t* ids, int64_t tokens, int 
   return p;
 }
 
-// Whether kAuto builds the plan in one CTA: up to kOneCtaMaxRows rows (T (K + S)) one CTA's
-// tiles take a few microseconds, less than the three multi-CTA passes' fixed latency.
-constexpr int64_t kOneCtaMaxRows = 8192;
+// Whether kAuto builds the plan in one CTA: up to kOneCtaMaxRows rows (T (K + S)), two tiles,
+// whose loads of the ids wait on each other; a guess to be tuned on the device, set where the
+// one CTA's serial tiles should stay below the three multi-CTA passes' ~10 us.
+constexpr int64_t kOneCtaMaxRows = 2048;
 // Routing fused in: a warp routes one token as a serial chain of warp reductions, so the fused
 // kernel is only faster while every token has its own warp.
 constexpr int64_t kOneCtaMaxRoutedTokens = OneCtaShape::kWarps;

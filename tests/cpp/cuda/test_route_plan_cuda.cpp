@@ -222,6 +222,62 @@ TEST(RoutePlanCuda, PrecomputedIdsOneCtaEqualsMultiCta) {
   }
 }
 
+// The one-CTA launch captured in a CUDA graph (global mode: no unsafe call may run while
+// capturing), with more than 48 KiB of shared memory (E = 512 DeepSeek-V3, 32 tokens: the
+// opt-in happens during the capture), replays to the eager result.
+TEST(RoutePlanCuda, OneCtaLaunchIsGraphCapturable) {
+  SERVEKIT_REQUIRE_GPU();
+  const int experts = 512, top_k = 8, tokens = 32, shared = 1;
+  const RoutingConfig cfg = make_config(RoutingMethod::kDeepSeekV3, experts, top_k, 8, 4);
+  const std::vector<float> logits = normal_values(tokens * experts, 2.0f, 11);
+  const std::vector<float> bias = normal_values(experts, 0.05f, 12);
+  const Layout l{0, experts, shared};
+  const Result eager =
+      run_gpu(cfg, logits, DType::kF32, bias, {}, tokens, tokens, l, cuda::PlanKernels::kMultiCta);
+
+  const int64_t capacity = cuda::plan_capacity_rows(tokens, top_k, shared);
+  DeviceArray<float> d_logits(logits), d_bias(bias), weights(tokens * top_k);
+  DeviceArray<int32_t> ids(tokens * top_k), offsets(experts + shared + 1), row_token(capacity),
+      row_group(capacity), slot_row(tokens * (top_k + shared));
+  DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(tokens, top_k, experts + shared));
+  cuda::PlanBuffers plan;
+  plan.num_groups = experts + shared;
+  plan.group_offsets = offsets.get();
+  plan.row_token = row_token.get();
+  plan.row_group = row_group.get();
+  plan.token_slot_row = slot_row.get();
+  plan.scratch = scratch.get();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  cuda::launch_route_and_plan(cfg, d_logits.get(), DType::kF32, d_bias.get(), tokens, ids.get(),
+                              weights.get(), 0, experts, shared, plan, stream,
+                              cuda::PlanKernels::kOneCta);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    for (auto* a : {&ids, &offsets, &row_token, &row_group, &slot_row}) a->poison(kPoison);
+    weights.poison(kPoison);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    SCOPED_TRACE(::testing::Message() << "replay " << replay);
+    EXPECT_EQ(ids.download(), eager.ids);
+    const std::vector<float> w = weights.download();
+    std::vector<uint32_t> bits(w.size());
+    std::memcpy(bits.data(), w.data(), w.size() * sizeof(float));
+    EXPECT_EQ(bits, eager.weight_bits);
+    EXPECT_EQ(offsets.download(), eager.group_offsets);
+    EXPECT_EQ(row_token.download(eager.row_token.size()), eager.row_token);
+    EXPECT_EQ(row_group.download(eager.row_group.size()), eager.row_group);
+    EXPECT_EQ(slot_row.download(), eager.token_slot_row);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST(RoutePlanCuda, NoTokens) {
   SERVEKIT_REQUIRE_GPU();
   RoutingConfig cfg = make_config(RoutingMethod::kSoftmaxTopK, 64, 4, 1, 1);
