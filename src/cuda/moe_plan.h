@@ -22,12 +22,13 @@ inline int64_t plan_capacity_rows(int64_t max_tokens, int top_k, int num_shared)
   return max_tokens * (top_k + num_shared);
 }
 
-struct PlanBuffers {   // all device pointers
-  int num_groups = 0;  // G = E_local + S
-  int32_t* group_offsets =
-      nullptr;                   // [G + 1]: rows of group g are [off[g], off[g+1]); off[G] = total
-  int32_t* row_token = nullptr;  // [capacity] source token of each permuted row
-  int32_t* row_group = nullptr;  // [capacity] group of each permuted row
+// All device pointers. group_offsets [G + 1]: rows of group g are [off[g], off[g+1]), and
+// off[G] is the total.
+struct PlanBuffers {
+  int num_groups = 0;                 // G = E_local + S
+  int32_t* group_offsets = nullptr;   // [G + 1]
+  int32_t* row_token = nullptr;       // [capacity] source token of each permuted row
+  int32_t* row_group = nullptr;       // [capacity] group of each permuted row
   int32_t* token_slot_row = nullptr;  // [max_tokens, K + S] permuted row of (token, slot) or -1
   void* scratch = nullptr;            // plan-building scratch, plan_scratch_bytes()
 };
