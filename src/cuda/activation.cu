@@ -7,20 +7,18 @@
 namespace servekit::cuda {
 
 namespace quant {
-constexpr int kActThreads = 256;
-
 template <ActFormat F, Activation A>
 void launch_activation(const uint16_t* h, const float* bias, int64_t cols, const PlanBuffers& plan,
                        int64_t capacity, const ActBuffers& out, cudaStream_t stream) {
-  const int grid = row_grid(capacity);
+  const int grid = row_grid(capacity, cols / kChunk);
   if constexpr (F == ActFormat::kFP8PerTensor) {
     // The per-tensor scale needs the amax of every activated row before any row is quantized:
     // a first pass computes it (recomputing the activation is cheaper than storing it).
     SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.amax_bits, 0, sizeof(unsigned), stream));
-    activation_rows_kernel<F, A, true><<<grid, kActThreads, 0, stream>>>(h, bias, cols, plan, out);
+    activation_rows_kernel<F, A, true><<<grid, kRowThreads, 0, stream>>>(h, bias, cols, plan, out);
     SERVEKIT_CUDA_CHECK(cudaGetLastError());
   }
-  activation_rows_kernel<F, A, false><<<grid, kActThreads, 0, stream>>>(h, bias, cols, plan, out);
+  activation_rows_kernel<F, A, false><<<grid, kRowThreads, 0, stream>>>(h, bias, cols, plan, out);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -28,14 +28,14 @@ size_t act_element_bytes(ActFormat f) {
 
 namespace quant {
 
-constexpr int kRowThreads = 256;
-
-// Persistent-style grid for row kernels: enough CTAs to fill the device, never more than rows.
-int row_grid(int64_t capacity) {
+int row_grid(int64_t rows, int64_t chunks) {
   int device = 0, sms = 0;
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&device));
   SERVEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(capacity, int64_t{sms} * 8)));
+  // Eight 256-thread CTAs fill an SM's 2048 threads; more would only queue.
+  const int64_t per_cta = int64_t{kRowThreads} * kUnroll;
+  const int64_t needed = (rows * chunks + per_cta - 1) / per_cta;
+  return static_cast<int>(std::clamp<int64_t>(needed, 1, int64_t{sms} * 8));
 }
 
 }  // namespace quant
@@ -47,7 +47,7 @@ void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens,
       f == ActFormat::kFP8Block128 || f == ActFormat::kFP8Block128AsBF16 ? 128 : 8;
   SERVEKIT_CHECK(cols > 0 && cols % block == 0, "gather: cols=", cols,
                  " must be a positive multiple of ", block);
-  const int grid = quant::row_grid(capacity);
+  const int grid = quant::row_grid(capacity, cols / quant::kChunk);
   switch (f) {
     case ActFormat::kBF16:
       quant::gather_rows_kernel<ActFormat::kBF16>

@@ -4,7 +4,8 @@
 // path below. Per forward, all on the given stream, with no host synchronisation and no
 // allocation (CUDA-graph capturable):
 //
-//   route (or precomputed ids) -> build_plan -> gather + quantize hidden rows into A1 [rows, H]
+//   route + build_plan (one launch for small batches), or precomputed ids -> build_plan
+//   -> gather + quantize hidden rows into A1 [rows, H]
 //   -> grouped GEMM1 (A1 · W13ᵀ -> H1 [rows, R] bf16) -> bias + activation + quantize -> A2
 //   [rows, I] -> grouped GEMM2 (A2 · W2ᵀ -> Y [rows, H] bf16) -> combine (weights, w2 bias,
 //   fixed order) -> out [T, H]
@@ -321,20 +322,21 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   DeviceScope scope(device_);
   const int64_t tokens = in.hidden.size(0);
-  const int32_t* ids = nullptr;
   const float* weights = nullptr;
   if (cfg_.routing.method == RoutingMethod::kPrecomputed) {
-    ids = in.topk_ids.ptr<int32_t>();
     weights = in.topk_weights.ptr<float>();
+    cuda::launch_build_plan(in.topk_ids.ptr<int32_t>(), tokens, top_k_,
+                            cfg_.experts.local_expert_offset, num_local_, num_shared_, plan_,
+                            stream);
   } else {
+    // Small batches route and plan in one single-CTA launch (moe_plan.h).
     const float* bias = in.correction_bias.defined() ? in.correction_bias.ptr<float>() : nullptr;
-    cuda::launch_route(cfg_.routing, in.router_logits.data, in.router_logits.dtype, bias, tokens,
-                       ids_.get<int32_t>(), weights_.get<float>(), stream);
-    ids = ids_.get<int32_t>();
+    cuda::launch_route_and_plan(cfg_.routing, in.router_logits.data, in.router_logits.dtype, bias,
+                                tokens, ids_.get<int32_t>(), weights_.get<float>(),
+                                cfg_.experts.local_expert_offset, num_local_, num_shared_, plan_,
+                                stream);
     weights = weights_.get<float>();
   }
-  cuda::launch_build_plan(ids, tokens, top_k_, cfg_.experts.local_expert_offset, num_local_,
-                          num_shared_, plan_, stream);
 
   if (use_static(tokens)) {
     cuda::StaticMoEArgs a;

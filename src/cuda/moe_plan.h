@@ -22,14 +22,22 @@ inline int64_t plan_capacity_rows(int64_t max_tokens, int top_k, int num_shared)
   return max_tokens * (top_k + num_shared);
 }
 
-struct PlanBuffers {  // all device pointers
-  int num_groups = 0;                // G = E_local + S
-  int32_t* group_offsets = nullptr;  // [G + 1]: rows of group g are [off[g], off[g+1]); off[G] = total
-  int32_t* row_token = nullptr;      // [capacity] source token of each permuted row
-  int32_t* row_group = nullptr;      // [capacity] group of each permuted row
-  int32_t* token_slot_row = nullptr; // [max_tokens, K + S] permuted row of (token, slot) or -1
-  void* scratch = nullptr;           // plan-building scratch, plan_scratch_bytes()
+// All device pointers. group_offsets [G + 1]: rows of group g are [off[g], off[g+1]), and
+// off[G] is the total.
+struct PlanBuffers {
+  int num_groups = 0;                 // G = E_local + S
+  int32_t* group_offsets = nullptr;   // [G + 1]
+  int32_t* row_token = nullptr;       // [capacity] source token of each permuted row
+  int32_t* row_group = nullptr;       // [capacity] group of each permuted row
+  int32_t* token_slot_row = nullptr;  // [max_tokens, K + S] permuted row of (token, slot) or -1
+  void* scratch = nullptr;            // plan-building scratch, plan_scratch_bytes()
 };
+
+// Which kernels build the plan. kAuto picks by size on the host: small batches run one CTA
+// in one launch (routing fused in, for launch_route_and_plan), larger ones the multi-CTA
+// kernels. The two give identical plans (and ids and weights); forcing one is for tests and
+// benchmarks.
+enum class PlanKernels { kAuto, kOneCta, kMultiCta };
 
 // Scratch bytes launch_build_plan needs for this capacity.
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups);
@@ -42,16 +50,26 @@ void launch_route(const RoutingConfig& cfg, const void* logits, DType logits_dty
                   cudaStream_t stream);
 
 // Builds the plan from ids [T, K] (global ids; ids outside [expert_offset, expert_offset +
-// local_experts) or < 0 are not local and get row -1).
+// local_experts) or < 0 are not local and get row -1). The one-CTA kernel is launched with
+// programmatic dependent launch (it waits for its predecessor before any global access).
 void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert_offset,
                        int local_experts, int num_shared, const PlanBuffers& plan,
-                       cudaStream_t stream);
+                       cudaStream_t stream, PlanKernels kernels = PlanKernels::kAuto);
+
+// launch_route then launch_build_plan on its ids, with the same arguments and errors as those
+// two; for small batches (kAuto) routing and plan run in one single-CTA launch. ids [T, K] and
+// weights [T, K] are written as launch_route writes them.
+void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+                           const float* bias, int64_t tokens, int32_t* ids, float* weights,
+                           int expert_offset, int local_experts, int num_shared,
+                           const PlanBuffers& plan, cudaStream_t stream,
+                           PlanKernels kernels = PlanKernels::kAuto);
 
 // out[t] = sum_k w[t,k] * (y[row(t,k)] + b2[g]) + sum_s (y[row(t,K+s)] + b2[E_local+s]), in
 // that order, in fp32, rounded once to bf16. y: [capacity, H] bf16 permuted GEMM2 output;
 // w2_bias: [G, H] f32 or nullptr.
 void launch_combine(const void* y, const PlanBuffers& plan, const float* topk_weights,
-                    int64_t tokens, int top_k, int num_shared, int64_t hidden,
-                    const float* w2_bias, void* out, cudaStream_t stream);
+                    int64_t tokens, int top_k, int num_shared, int64_t hidden, const float* w2_bias,
+                    void* out, cudaStream_t stream);
 
 }  // namespace servekit::cuda

@@ -1,5 +1,6 @@
-// Host launcher of the permutation plan (moe_plan.h): three launches, no host synchronisation,
-// no allocation (the caller gives the scratch).
+// Host launchers of the permutation plan (moe_plan.h), with or without the routing fused in:
+// one single-CTA launch for small batches (one_cta_plan.cuh), else three multi-CTA launches
+// (plan_kernels.cuh); no host synchronisation, no allocation (the caller gives the scratch).
 //
 // An id is local when expert_offset <= id < expert_offset + local_experts; every other id
 // (negative, another rank's expert, or >= num_experts, which the layer's config keeps outside
@@ -9,7 +10,9 @@
 #include <climits>
 #include <cstdint>
 
+#include "cuda/kernels/permute/one_cta_plan.cuh"
 #include "cuda/kernels/permute/plan_kernels.cuh"
+#include "cuda/kernels/routing/route_dispatch.cuh"
 #include "cuda/moe_plan.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
@@ -17,6 +20,7 @@
 namespace servekit::cuda {
 namespace {
 
+using permute::OneCtaShape;
 using permute::PlanShape;
 
 int64_t ceil_div(int64_t a, int64_t b) {
@@ -45,9 +49,12 @@ size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups) {
   return static_cast<size_t>(2 * num_groups * stride) * sizeof(int32_t);
 }
 
-void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert_offset,
-                       int local_experts, int num_shared, const PlanBuffers& plan,
-                       cudaStream_t stream) {
+namespace {
+
+// The kernel parameters shared by both plan paths, after checking the arguments.
+permute::PlanParams checked_plan_params(const int32_t* ids, int64_t tokens, int top_k,
+                                        int expert_offset, int local_experts, int num_shared,
+                                        const PlanBuffers& plan) {
   SERVEKIT_CHECK(tokens >= 0, "plan: tokens=", tokens, " must be >= 0");
   SERVEKIT_CHECK(top_k >= 1 && top_k <= kMaxTopK, "plan: top_k=", top_k, " must be in [1, ",
                  kMaxTopK, "]");
@@ -68,32 +75,64 @@ void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert
   SERVEKIT_CHECK(
       plan.scratch != nullptr && reinterpret_cast<uintptr_t>(plan.scratch) % alignof(int4) == 0,
       "plan: scratch must be a non-null 16-byte aligned buffer of plan_scratch_bytes");
+  permute::PlanParams p{};
+  p.ids = ids;
+  p.tokens = static_cast<int>(tokens);
+  p.top_k = top_k;
+  p.entries = static_cast<int>(tokens * top_k);
+  p.expert_offset = expert_offset;
+  p.local_experts = local_experts;
+  p.num_shared = num_shared;
+  p.group_offsets = plan.group_offsets;
+  p.row_token = plan.row_token;
+  p.row_group = plan.row_group;
+  p.token_slot_row = plan.token_slot_row;
+  return p;
+}
 
-  const int64_t entries = tokens * top_k;
+// Whether kAuto builds the plan in one CTA: up to kOneCtaMaxRows rows (T (K + S)), two tiles,
+// whose loads of the ids wait on each other; a guess to be tuned on the device, set where the
+// one CTA's serial tiles should stay below the three multi-CTA passes' ~10 us.
+constexpr int64_t kOneCtaMaxRows = 2048;
+// Routing fused in: a warp routes one token as a serial chain of warp reductions, so the fused
+// kernel is only faster while every token has its own warp.
+constexpr int64_t kOneCtaMaxRoutedTokens = OneCtaShape::kWarps;
+
+bool one_cta_plan(PlanKernels kernels, int64_t tokens, int top_k, int num_shared) {
+  if (kernels != PlanKernels::kAuto) return kernels == PlanKernels::kOneCta;
+  return tokens * (top_k + num_shared) <= kOneCtaMaxRows;
+}
+
+// Launches a kernel of one CTA with programmatic dependent launch allowed.
+template <typename... Args>
+void launch_one_cta(void (*kernel)(Args...), size_t smem_bytes, cudaStream_t stream,
+                    const Args&... args) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(OneCtaShape::kThreads);
+  cfg.dynamicSmemBytes = smem_bytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr.val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
+void launch_multi_cta(permute::PlanParams p, void* scratch, cudaStream_t stream) {
+  const int64_t entries = p.entries;
   const int64_t bound = plan_blocks_bound(entries);
   const int64_t per_block =
       std::max<int64_t>(1, ceil_div(ceil_div(entries, bound), PlanShape::kThreads)) *
       PlanShape::kThreads;
   const int64_t blocks = std::max<int64_t>(1, ceil_div(entries, per_block));
   const int64_t stride = count_stride(blocks);
-
-  permute::PlanParams p{};
-  p.ids = ids;
-  p.tokens = static_cast<int>(tokens);
-  p.top_k = top_k;
-  p.entries = static_cast<int>(entries);
-  p.expert_offset = expert_offset;
-  p.local_experts = local_experts;
-  p.num_shared = num_shared;
   p.entries_per_block = static_cast<int>(per_block);
   p.num_blocks = static_cast<int>(blocks);
   p.count_stride = static_cast<int>(stride);
-  p.block_counts = static_cast<int32_t*>(plan.scratch);
-  p.block_prefix = p.block_counts + local_experts * stride;
-  p.group_offsets = plan.group_offsets;
-  p.row_token = plan.row_token;
-  p.row_group = plan.row_group;
-  p.token_slot_row = plan.token_slot_row;
+  p.block_counts = static_cast<int32_t*>(scratch);
+  p.block_prefix = p.block_counts + p.local_experts * stride;
 
   permute::count_local_groups<<<p.num_blocks, PlanShape::kThreads, 0, stream>>>(p);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
@@ -101,6 +140,52 @@ void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
   permute::scatter_plan_rows<<<p.num_blocks, PlanShape::kThreads, 0, stream>>>(p);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert_offset,
+                       int local_experts, int num_shared, const PlanBuffers& plan,
+                       cudaStream_t stream, PlanKernels kernels) {
+  const permute::PlanParams p =
+      checked_plan_params(ids, tokens, top_k, expert_offset, local_experts, num_shared, plan);
+  if (one_cta_plan(kernels, tokens, top_k, num_shared)) {
+    launch_one_cta(permute::plan_one_cta, 0, stream, p);
+    return;
+  }
+  launch_multi_cta(p, plan.scratch, stream);
+}
+
+void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+                           const float* bias, int64_t tokens, int32_t* ids, float* weights,
+                           int expert_offset, int local_experts, int num_shared,
+                           const PlanBuffers& plan, cudaStream_t stream, PlanKernels kernels) {
+  const routing::RouteParams r =
+      routing::checked_route_params(cfg, logits, logits_dtype, bias, tokens, ids, weights);
+  const permute::PlanParams p =
+      checked_plan_params(ids, tokens, cfg.top_k, expert_offset, local_experts, num_shared, plan);
+  const bool fused = kernels == PlanKernels::kOneCta ||
+                     (kernels == PlanKernels::kAuto && tokens <= kOneCtaMaxRoutedTokens &&
+                      one_cta_plan(kernels, tokens, cfg.top_k, num_shared));
+  if (!fused || tokens == 0) {
+    launch_route(cfg, logits, logits_dtype, bias, tokens, ids, weights, stream);
+    launch_build_plan(ids, tokens, cfg.top_k, expert_offset, local_experts, num_shared, plan,
+                      stream, kernels);
+    return;
+  }
+  routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
+    using V = decltype(v);
+    using WarpSmem = routing::RouteWarpSmem<V::kLanes, V::kRouting>;
+    const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;
+    const size_t smem =
+        static_cast<size_t>(std::min<int64_t>(tokens, OneCtaShape::kWarps)) * sizeof(WarpSmem);
+    // Above 48 KiB of static + dynamic shared memory a kernel must opt in.
+    if (smem + sizeof(permute::OneCtaPlanSmem) > 48 * 1024) {
+      SERVEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem)));
+    }
+    launch_one_cta(kernel, smem, stream, r, p);
+  });
 }
 
 }  // namespace servekit::cuda

@@ -1,69 +1,24 @@
 // Host launcher of the routing kernel (moe_plan.h): one launch, one warp per token; the
-// template is chosen by logits dtype, experts per lane and method.
+// template is chosen by logits dtype, experts per lane and method (route_dispatch.cuh).
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
+#include "cuda/kernels/routing/route_dispatch.cuh"
 #include "cuda/kernels/routing/route_kernel.cuh"
 #include "cuda/moe_plan.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
 
 namespace servekit::cuda {
-namespace {
 
 using routing::RouteParams;
 using routing::RouteShape;
 
-template <typename LogitT, int kPerLane>
-void launch_method(RoutingMethod method, const RouteParams& p, unsigned blocks,
-                   cudaStream_t stream) {
-  using routing::route_tokens;
-  constexpr int kThreads = RouteShape::kThreads;
-  switch (method) {
-    case RoutingMethod::kSoftmaxTopK:
-      route_tokens<LogitT, kPerLane, RoutingMethod::kSoftmaxTopK>
-          <<<blocks, kThreads, 0, stream>>>(p);
-      break;
-    case RoutingMethod::kTopKSoftmax:
-      route_tokens<LogitT, kPerLane, RoutingMethod::kTopKSoftmax>
-          <<<blocks, kThreads, 0, stream>>>(p);
-      break;
-    case RoutingMethod::kDeepSeekV3:
-      route_tokens<LogitT, kPerLane, RoutingMethod::kDeepSeekV3>
-          <<<blocks, kThreads, 0, stream>>>(p);
-      break;
-    case RoutingMethod::kLlama4:
-      route_tokens<LogitT, kPerLane, RoutingMethod::kLlama4><<<blocks, kThreads, 0, stream>>>(p);
-      break;
-    case RoutingMethod::kSigmoidTopK:
-      route_tokens<LogitT, kPerLane, RoutingMethod::kSigmoidTopK>
-          <<<blocks, kThreads, 0, stream>>>(p);
-      break;
-    case RoutingMethod::kMiniMax:
-      route_tokens<LogitT, kPerLane, RoutingMethod::kMiniMax><<<blocks, kThreads, 0, stream>>>(p);
-      break;
-    case RoutingMethod::kPrecomputed:
-      SERVEKIT_FAIL("route: method=precomputed runs no routing kernel");
-  }
-}
+namespace routing {
 
-// Experts per lane: the smallest power of two with 32 * n >= E (E <= 512: n <= 16).
-template <typename LogitT>
-void launch_dtype(RoutingMethod method, const RouteParams& p, unsigned blocks,
-                  cudaStream_t stream) {
-  if (p.num_experts <= 32) return launch_method<LogitT, 1>(method, p, blocks, stream);
-  if (p.num_experts <= 64) return launch_method<LogitT, 2>(method, p, blocks, stream);
-  if (p.num_experts <= 128) return launch_method<LogitT, 4>(method, p, blocks, stream);
-  if (p.num_experts <= 256) return launch_method<LogitT, 8>(method, p, blocks, stream);
-  return launch_method<LogitT, 16>(method, p, blocks, stream);
-}
-
-}  // namespace
-
-void launch_route(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
-                  const float* bias, int64_t tokens, int32_t* ids, float* weights,
-                  cudaStream_t stream) {
+RouteParams checked_route_params(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+                                 const float* bias, int64_t tokens, int32_t* ids, float* weights) {
   SERVEKIT_CHECK(cfg.method != RoutingMethod::kPrecomputed,
                  "route: method=precomputed runs no routing; the caller passes ids and weights");
   SERVEKIT_CHECK(cfg.num_experts >= 1 && cfg.num_experts <= kMaxExpertsGpu,
@@ -75,16 +30,11 @@ void launch_route(const RoutingConfig& cfg, const void* logits, DType logits_dty
   SERVEKIT_CHECK(logits_dtype == DType::kF32 || logits_dtype == DType::kBF16,
                  "route: logits dtype=", dtype_name(logits_dtype), " must be f32 or bf16");
   SERVEKIT_CHECK(tokens >= 0, "route: tokens=", tokens, " must be >= 0");
-  const int64_t blocks = (tokens + RouteShape::kWarps - 1) / RouteShape::kWarps;
-  SERVEKIT_CHECK(blocks <= INT32_MAX, "route: tokens=", tokens, " exceeds the grid limit of ",
-                 static_cast<int64_t>(INT32_MAX) * RouteShape::kWarps);
-  if (tokens == 0) return;
-  SERVEKIT_CHECK(logits != nullptr && ids != nullptr && weights != nullptr,
+  SERVEKIT_CHECK(tokens == 0 || (logits != nullptr && ids != nullptr && weights != nullptr),
                  "route: logits, ids and weights must be non-null for tokens=", tokens);
   SERVEKIT_CHECK(bias != nullptr || !routing_uses_bias(cfg.method),
                  "route: bias=nullptr but method=", routing_name(cfg.method),
                  " needs a correction bias [num_experts]");
-
   RouteParams p{};
   p.logits = logits;
   p.bias = bias;
@@ -97,10 +47,25 @@ void launch_route(const RoutingConfig& cfg, const void* logits, DType logits_dty
   p.topk_group = cfg.topk_group;
   p.routed_scaling_factor = cfg.routed_scaling_factor;
   p.renormalize = cfg.renormalize;
-  if (logits_dtype == DType::kF32)
-    launch_dtype<float>(cfg.method, p, static_cast<unsigned>(blocks), stream);
-  else
-    launch_dtype<__nv_bfloat16>(cfg.method, p, static_cast<unsigned>(blocks), stream);
+  return p;
+}
+
+}  // namespace routing
+
+void launch_route(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+                  const float* bias, int64_t tokens, int32_t* ids, float* weights,
+                  cudaStream_t stream) {
+  const RouteParams p =
+      routing::checked_route_params(cfg, logits, logits_dtype, bias, tokens, ids, weights);
+  const int64_t blocks = (tokens + RouteShape::kWarps - 1) / RouteShape::kWarps;
+  SERVEKIT_CHECK(blocks <= INT32_MAX, "route: tokens=", tokens, " exceeds the grid limit of ",
+                 static_cast<int64_t>(INT32_MAX) * RouteShape::kWarps);
+  if (tokens == 0) return;
+  routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
+    using V = decltype(v);
+    routing::route_tokens<typename V::Logit, V::kLanes, V::kRouting>
+        <<<static_cast<unsigned>(blocks), RouteShape::kThreads, 0, stream>>>(p);
+  });
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,6 +1,7 @@
 // The activation between the two grouped GEMMs (moe.h's four), with the w13 bias, fused with the
-// quantization of the intermediate into the GEMM2 input. Same walk as gather_rows.cuh: one CTA
-// per permuted row, each warp 256 columns at a time. fp32 arithmetic throughout.
+// quantization of the intermediate into the GEMM2 input. Same walk as gather_rows.cuh: warps
+// over (row, chunk) units, every load of a step issued before any use. fp32 arithmetic
+// throughout.
 #pragma once
 
 #include "cuda/kernels/quant/row_quant.cuh"
@@ -24,51 +25,53 @@ __device__ __forceinline__ float activate(float g, float u) {
   }
 }
 
-// act(h[r] + bias) for chunk c of row r (cols = I).
-template <Activation A>
-__device__ __forceinline__ Chunk activated_chunk(const uint16_t* h, const float* bias, int64_t cols,
-                                                 int r, int c) {
-  constexpr bool kGated = activation_is_gated(A);
-  const int64_t width = kGated ? 2 * cols : cols;  // R
-  const uint16_t* row = h + int64_t{r} * width;
-  Chunk g = load_bf16_chunk(row + int64_t{c} * kChunk);
-  Chunk u{};
-  if constexpr (kGated) u = load_bf16_chunk(row + cols + int64_t{c} * kChunk);
-  if (bias != nullptr) {
-    add_chunk(g, bias + int64_t{c} * kChunk);
-    if constexpr (kGated) add_chunk(u, bias + cols + int64_t{c} * kChunk);
-  }
-  Chunk y;
-#pragma unroll
-  for (int i = 0; i < kChunk; ++i) y.v[i] = activate<A>(g.v[i], u.v[i]);
-  return y;
-}
-
 // kAmaxOnly: the first pass of kFP8PerTensor (amax of the activated rows, nothing stored).
 template <ActFormat F, Activation A, bool kAmaxOnly>
-__global__ void activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols,
-                                       PlanBuffers plan, ActBuffers out) {
-  const int total = plan.group_offsets[plan.num_groups];
+__global__ void __launch_bounds__(kRowThreads)
+    activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols, PlanBuffers plan,
+                           ActBuffers out) {
+  constexpr bool kGated = activation_is_gated(A);
   const int chunks = static_cast<int>(cols / kChunk);
-  const int64_t width = activation_is_gated(A) ? 2 * cols : cols;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int64_t width = kGated ? 2 * cols : cols;  // R
+  const int64_t units = int64_t{plan.group_offsets[plan.num_groups]} * chunks;
   float tensor_scale = 1.0f;
   if constexpr (F == ActFormat::kFP8PerTensor && !kAmaxOnly) {
     tensor_scale = fp8_scale_of(__uint_as_float(*out.amax_bits));
     if (blockIdx.x == 0 && threadIdx.x == 0) *out.tensor_scale = tensor_scale;
   }
   float amax = 0.0f;
-  for (int r = blockIdx.x; r < total; r += gridDim.x) {
-    const float* b = bias != nullptr ? bias + int64_t{plan.row_group[r]} * width : nullptr;
-    for (int c0 = warp * 32; c0 < chunks; c0 += warps * 32) {
-      const int c = c0 + lane;
-      const bool valid = c < chunks;
-      Chunk y{};
-      if (valid) y = activated_chunk<A>(h, b, cols, r, c);
+  const WarpSteps steps = warp_steps();
+  for (int64_t base = steps.first; base < units; base += steps.stride) {
+    const UnitSpan span = unit_span(base, units, chunks);
+    // Every load of the step first: gate and up halves (and the bias rows' groups).
+    uint4 gate[kUnroll], up[kUnroll];
+    int group[kUnroll];
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      gate[i] = up[i] = make_uint4(0, 0, 0, 0);
+      group[i] = 0;
+      if (span.r[i] < 0) continue;
+      const uint16_t* row = h + int64_t{span.r[i]} * width + int64_t{span.c[i]} * kChunk;
+      gate[i] = *reinterpret_cast<const uint4*>(row);
+      if constexpr (kGated) up[i] = *reinterpret_cast<const uint4*>(row + cols);
+      if (bias != nullptr) group[i] = plan.row_group[span.r[i]];
+    }
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      const bool valid = span.r[i] >= 0;
+      Chunk g = bf16_chunk_of(gate[i]), u = bf16_chunk_of(up[i]);
+      if (valid && bias != nullptr) {
+        const float* b = bias + int64_t{group[i]} * width + int64_t{span.c[i]} * kChunk;
+        add_chunk(g, b);
+        if constexpr (kGated) add_chunk(u, b + cols);
+      }
+      Chunk y;
+#pragma unroll
+      for (int j = 0; j < kChunk; ++j) y.v[j] = valid ? activate<A>(g.v[j], u.v[j]) : 0.0f;
       if constexpr (kAmaxOnly) {
         amax = max_nan(amax, chunk_amax(y));
       } else {
-        store_row_chunk<F>(out, plan, r, cols, c, valid, y, tensor_scale);
+        store_row_chunk<F>(out, plan, span.r[i], cols, span.c[i], valid, y, tensor_scale);
       }
     }
   }

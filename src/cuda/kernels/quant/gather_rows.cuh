@@ -1,6 +1,6 @@
-// Gather of hidden rows into the permuted GEMM1 input, fused with its quantization. One CTA per
-// permuted row (grid-stride); each warp walks the row 256 columns (32 chunks) at a time so the
-// 16 lanes of a 128-column scale block always run together.
+// Gather of hidden rows into the permuted GEMM1 input, fused with its quantization. Warps walk
+// the (row, chunk) units of row_quant.cuh: per step, the row tokens of kUnroll units, then
+// their kUnroll 16-byte loads, then the stores, so loads never wait on each other.
 #pragma once
 
 #include "cuda/kernels/quant/row_quant.cuh"
@@ -18,30 +18,39 @@ __global__ void hidden_amax_kernel(const uint16_t* hidden, int64_t n8, unsigned*
 }
 
 template <ActFormat F>
-__global__ void gather_rows_kernel(const uint16_t* hidden, int64_t cols, PlanBuffers plan,
-                                   ActBuffers out) {
-  const int total = plan.group_offsets[plan.num_groups];
+__global__ void __launch_bounds__(kRowThreads)
+    gather_rows_kernel(const uint16_t* hidden, int64_t cols, PlanBuffers plan, ActBuffers out) {
   const int chunks = static_cast<int>(cols / kChunk);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const int64_t units = int64_t{plan.group_offsets[plan.num_groups]} * chunks;
   float tensor_scale = 1.0f;
   if constexpr (F == ActFormat::kFP8PerTensor) {
     tensor_scale = fp8_scale_of(__uint_as_float(*out.amax_bits));
     if (blockIdx.x == 0 && threadIdx.x == 0) *out.tensor_scale = tensor_scale;
   }
-  for (int r = blockIdx.x; r < total; r += gridDim.x) {
-    const uint16_t* src = hidden + int64_t{plan.row_token[r]} * cols;
-    for (int c0 = warp * 32; c0 < chunks; c0 += warps * 32) {
-      const int c = c0 + lane;
-      const bool valid = c < chunks;
+  const WarpSteps steps = warp_steps();
+  for (int64_t base = steps.first; base < units; base += steps.stride) {
+    const UnitSpan span = unit_span(base, units, chunks);
+    int token[kUnroll];
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) token[i] = span.r[i] >= 0 ? plan.row_token[span.r[i]] : 0;
+    uint4 raw[kUnroll];
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      raw[i] = make_uint4(0, 0, 0, 0);
+      if (span.r[i] >= 0)
+        raw[i] = reinterpret_cast<const uint4*>(hidden + int64_t{token[i]} * cols)[span.c[i]];
+    }
+#pragma unroll
+    for (int i = 0; i < kUnroll; ++i) {
+      const bool valid = span.r[i] >= 0;
       if constexpr (F == ActFormat::kBF16) {  // a plain 16-byte copy
         if (valid) {
-          reinterpret_cast<uint4*>(static_cast<uint16_t*>(out.rows) + int64_t{r} * cols)[c] =
-              reinterpret_cast<const uint4*>(src)[c];
+          reinterpret_cast<uint4*>(static_cast<uint16_t*>(out.rows) +
+                                   int64_t{span.r[i]} * cols)[span.c[i]] = raw[i];
         }
       } else {
-        Chunk x{};
-        if (valid) x = load_bf16_chunk(src + int64_t{c} * kChunk);
-        store_row_chunk<F>(out, plan, r, cols, c, valid, x, tensor_scale);
+        store_row_chunk<F>(out, plan, span.r[i], cols, span.c[i], valid, bf16_chunk_of(raw[i]),
+                           tensor_scale);
       }
     }
   }

@@ -16,16 +16,55 @@ namespace servekit::cuda::quant {
 
 constexpr int kChunk = 8;  // columns per lane per step
 
-// Grid of the row kernels: enough CTAs to fill the current device, never more than `capacity`
-// rows (defined in gather.cu; host only).
-int row_grid(int64_t capacity);
+// Units of work of the row kernels: one unit = one 8-column chunk of one permuted row, unit
+// u = r * chunks + c. A warp takes kUnroll spans of 32 consecutive units per step and issues
+// all their loads before using any, so every thread keeps kUnroll (x2 when gated) independent
+// 16-byte loads in flight; rows of any width keep every lane busy. A 16-lane half of a span is
+// one 128-column scale block whenever chunks % 16 == 0 (the block formats).
+constexpr int kUnroll = 4;
+constexpr int kRowThreads = 256;
+
+// Grid of the row kernels for up to `rows` permuted rows of `chunks` chunks: enough CTAs to
+// fill the current device, never more than the units need (defined in gather.cu; host only).
+int row_grid(int64_t rows, int64_t chunks);
+
+// Rows and chunks of this lane's kUnroll units in the warp step at `base` (row -1: past the
+// end). The division runs once per step.
+struct UnitSpan {
+  int r[kUnroll];
+  int c[kUnroll];
+};
+__device__ __forceinline__ UnitSpan unit_span(int64_t base, int64_t units, int chunks) {
+  const int64_t u0 = base + (threadIdx.x & 31);
+  int r = static_cast<int>(u0 / chunks);
+  int c = static_cast<int>(u0 - int64_t{r} * chunks);
+  UnitSpan s;
+#pragma unroll
+  for (int i = 0; i < kUnroll; ++i) {
+    s.r[i] = u0 + 32 * i < units ? r : -1;
+    s.c[i] = c;
+    c += 32;
+    r += c / chunks;
+    c %= chunks;
+  }
+  return s;
+}
+
+// The warp-step loop of the row kernels: base of this warp's first step and the stride.
+struct WarpSteps {
+  int64_t first, stride;
+};
+__device__ __forceinline__ WarpSteps warp_steps() {
+  const int64_t warp = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / 32;
+  const int64_t warps = int64_t{gridDim.x} * blockDim.x / 32;
+  return {warp * 32 * kUnroll, warps * 32 * kUnroll};
+}
 
 struct Chunk {
   float v[kChunk];
 };
 
-__device__ __forceinline__ Chunk load_bf16_chunk(const uint16_t* p) {
-  const uint4 raw = *reinterpret_cast<const uint4*>(p);
+__device__ __forceinline__ Chunk bf16_chunk_of(const uint4& raw) {
   const auto* h = reinterpret_cast<const __nv_bfloat162*>(&raw);
   Chunk c;
 #pragma unroll
@@ -35,6 +74,10 @@ __device__ __forceinline__ Chunk load_bf16_chunk(const uint16_t* p) {
     c.v[2 * i + 1] = f.y;
   }
   return c;
+}
+
+__device__ __forceinline__ Chunk load_bf16_chunk(const uint16_t* p) {
+  return bf16_chunk_of(*reinterpret_cast<const uint4*>(p));
 }
 
 __device__ __forceinline__ void store_bf16_chunk(uint16_t* p, const Chunk& c) {

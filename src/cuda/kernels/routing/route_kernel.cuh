@@ -79,32 +79,41 @@ __device__ __forceinline__ float index_order_sum(const float* s_values, int n) {
   return __shfl_sync(kFullMask, sum, 0);
 }
 
+// One warp's shared-memory scratch for routing one token: the payload of every expert (16-byte
+// aligned for index_order_sum) and, for DeepSeek-V3, the biased scores and the kept groups.
+template <int kPerLane, RoutingMethod kMethod>
+struct RouteWarpSmem {
+  static constexpr int kSlots = 32 * kPerLane;  // experts one warp holds
+  static constexpr int kGroupSlots = kMethod == RoutingMethod::kDeepSeekV3 ? kSlots : 1;
+  alignas(16) float payload[kSlots];  // (expert)
+  float q[kGroupSlots];               // (expert)
+  uint8_t kept[kGroupSlots];          // (group)
+};
+
+// Routes token t on the calling warp (every lane calls it) and writes ids [t, :] and
+// weights [t, :]. The correction bias is loaded with the logits so that both DRAM round trips
+// overlap.
 template <typename LogitT, int kPerLane, RoutingMethod kMethod>
-__global__ void __launch_bounds__(RouteShape::kThreads) route_tokens(const RouteParams p) {
+__device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
+                                            RouteWarpSmem<kPerLane, kMethod>& smem) {
   static_assert(kPerLane >= 1 && kPerLane <= kMaxExpertsGpu / 32, "experts per lane");
   static_assert(kMethod != RoutingMethod::kPrecomputed, "precomputed routing runs no kernel");
-  constexpr int kSlots = 32 * kPerLane;  // experts one warp holds
   constexpr bool kBiased =
       kMethod == RoutingMethod::kDeepSeekV3 || kMethod == RoutingMethod::kMiniMax;
-  constexpr int kGroupSlots = kMethod == RoutingMethod::kDeepSeekV3 ? kSlots : 1;
-  __shared__ alignas(16) float s_payload[RouteShape::kWarps][kSlots];  // (warp, expert)
-  __shared__ float s_q[RouteShape::kWarps][kGroupSlots];               // (warp, expert)
-  __shared__ uint8_t s_kept[RouteShape::kWarps][kGroupSlots];          // (warp, group)
-
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * RouteShape::kWarps + warp;
-  if (t >= p.tokens) return;  // the whole warp: no block-wide barrier follows
+  const int lane = threadIdx.x % 32;
   const int num_experts = p.num_experts, top_k = p.top_k;
   const LogitT* logits = static_cast<const LogitT*>(p.logits) + t * num_experts;
-  float* payload = s_payload[warp];
+  float* payload = smem.payload;
 
   uint32_t key[kPerLane];
-  float s[kPerLane];  // s' of expert lane + 32 j (-inf past E)
+  float s[kPerLane];     // s' of expert lane + 32 j (-inf past E)
+  float bias[kPerLane];  // kBiased: b of expert lane + 32 j
 #pragma unroll
   for (int j = 0; j < kPerLane; ++j) {
     const int e = lane + 32 * j;
     s[j] = e < num_experts ? nan_as_neg_inf(logit_value(logits[e])) : -exact::infinity();
     key[j] = e < num_experts ? order_key(s[j]) : kNoCandidate;
+    bias[j] = kBiased && e < num_experts ? p.bias[e] : 0.0f;
   }
 
   float softmax_total = 0.0f;
@@ -122,10 +131,10 @@ __global__ void __launch_bounds__(RouteShape::kThreads) route_tokens(const Route
       const int e = lane + 32 * j;
       if (e >= num_experts) continue;
       const float sig = exact::sigmoid(s[j]);
-      const float q = nan_as_neg_inf(exact::add(sig, p.bias[e]));
+      const float q = nan_as_neg_inf(exact::add(sig, bias[j]));
       payload[e] = sig;
       key[j] = order_key(q);
-      if constexpr (kMethod == RoutingMethod::kDeepSeekV3) s_q[warp][e] = q;
+      if constexpr (kMethod == RoutingMethod::kDeepSeekV3) smem.q[e] = q;
     }
     if constexpr (kMethod == RoutingMethod::kDeepSeekV3) {
       // All groups kept: the group stage cannot change the candidates.
@@ -135,8 +144,7 @@ __global__ void __launch_bounds__(RouteShape::kThreads) route_tokens(const Route
           keep_top_groups_by_rows(key, num_experts, group_size, p.topk_group);
         } else {
           __syncwarp();
-          keep_top_groups_by_scan(key, s_q[warp], s_kept[warp], num_experts, p.n_group,
-                                  p.topk_group);
+          keep_top_groups_by_scan(key, smem.q, smem.kept, num_experts, p.n_group, p.topk_group);
         }
       }
     }
@@ -177,6 +185,18 @@ __global__ void __launch_bounds__(RouteShape::kThreads) route_tokens(const Route
     p.ids[t * top_k + lane] = id;
     p.weights[t * top_k + lane] = w;
   }
+  // The payload of this token is read above by other lanes: the next token may overwrite it
+  // only after every lane is past that read.
+  __syncwarp();
+}
+
+template <typename LogitT, int kPerLane, RoutingMethod kMethod>
+__global__ void __launch_bounds__(RouteShape::kThreads) route_tokens(const RouteParams p) {
+  __shared__ RouteWarpSmem<kPerLane, kMethod> smem[RouteShape::kWarps];  // (warp)
+  const int warp = threadIdx.x / 32;
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * RouteShape::kWarps + warp;
+  if (t >= p.tokens) return;  // the whole warp: no block-wide barrier follows
+  route_token<LogitT, kPerLane, kMethod>(p, t, smem[warp]);
 }
 
 }  // namespace servekit::cuda::routing

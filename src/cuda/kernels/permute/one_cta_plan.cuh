@@ -1,0 +1,141 @@
+// Routing and plan of a small batch in ONE CTA and one launch (moe_plan.h's PlanKernels::
+// kOneCta), replacing route_tokens + the three plan passes of plan_kernels.cuh when the
+// batch is small enough that their fixed per-kernel latency dominates:
+//   1. route: warp w routes tokens w, w + 32, ... (route_token, bit-identical to route_tokens)
+//      and writes ids / weights; skipped when the ids are given (precomputed).
+//   2. count: entries per local group, shared-memory atomics (order-independent).
+//   3. scan: CTA-wide exclusive scan of the counts -> group_offsets, shared groups last.
+//   4. scatter: tiles of 1024 entries in (token, slot) order; an entry's row is its group's
+//      next row + the entries of its group in lower warps of the tile + its rank in its warp,
+//      so rows of a group follow ascending (token, slot) exactly as scatter_plan_rows does.
+// Programmatic dependent launch: griddepcontrol.wait precedes every global access (the logits
+// come from the previous kernel, and the previous layer's kernels may still read the plan).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/permute/plan_kernels.cuh"
+#include "cuda/kernels/routing/route_kernel.cuh"
+
+namespace servekit::cuda::permute {
+
+struct OneCtaShape {
+  static constexpr int kThreads = PlanShape::kScanThreads;  // block_exclusive_scan's CTA
+  static constexpr int kWarps = kThreads / 32;
+};
+
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void allow_dependent_launch() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
+struct OneCtaPlanSmem {
+  int next_row[PlanShape::kMaxLocalGroups];  // (E_local) counts, then the next row of g
+  // (warp, E_local) entries of group g in warp w of the current tile (<= 32: fits a byte)
+  alignas(16) uint8_t warp_count[OneCtaShape::kWarps][PlanShape::kMaxLocalGroups];
+  int warp_sums[OneCtaShape::kWarps];
+};
+
+// Clears the counters; every thread of the CTA calls it before any other step.
+__device__ __forceinline__ void one_cta_plan_init(OneCtaPlanSmem& s, const PlanParams& p) {
+  static_assert(sizeof(s.warp_count) == 16 * OneCtaShape::kThreads, "one int4 per thread");
+  for (int g = threadIdx.x; g < p.local_experts; g += OneCtaShape::kThreads) s.next_row[g] = 0;
+  reinterpret_cast<int4*>(&s.warp_count[0][0])[threadIdx.x] = make_int4(0, 0, 0, 0);
+}
+
+// Steps 2-4 over p.ids, which this CTA may have just written (a __syncthreads must separate
+// those writes from this call: it makes them visible to the whole CTA).
+__device__ __forceinline__ void one_cta_plan_build(OneCtaPlanSmem& s, const PlanParams& p) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int tile = 0; tile < p.entries; tile += OneCtaShape::kThreads) {
+    const int i = tile + threadIdx.x;
+    const int g = i < p.entries ? local_group(p.ids[i], p) : -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, g);
+    if (g >= 0 && (peers & lanes_below(lane)) == 0) atomicAdd(&s.next_row[g], __popc(peers));
+  }
+  __syncthreads();
+
+  const int g0 = threadIdx.x;
+  int local_rows = 0;
+  const int offset =
+      block_exclusive_scan(g0 < p.local_experts ? s.next_row[g0] : 0, s.warp_sums, &local_rows);
+  if (g0 < p.local_experts) {
+    p.group_offsets[g0] = offset;
+    s.next_row[g0] = offset;  // only this thread reads or writes next_row[g0] around the scan
+  }
+  for (int sh = threadIdx.x; sh <= p.num_shared; sh += OneCtaShape::kThreads)
+    p.group_offsets[p.local_experts + sh] = local_rows + sh * p.tokens;
+  __syncthreads();
+
+  const int slots = p.top_k + p.num_shared;
+  for (int tile = 0; tile < p.entries; tile += OneCtaShape::kThreads) {
+    const int i = tile + threadIdx.x;
+    const int g = i < p.entries ? local_group(p.ids[i], p) : -1;
+    const unsigned peers = __match_any_sync(0xffffffffu, g);
+    const int rank = __popc(peers & lanes_below(lane));
+    if (g >= 0 && rank == 0) s.warp_count[warp][g] = static_cast<uint8_t>(__popc(peers));
+    __syncthreads();
+    if (i < p.entries) {
+      const int t = i / p.top_k, k = i - t * p.top_k;
+      int row = -1;
+      if (g >= 0) {
+        row = s.next_row[g] + rank;
+        for (int w = 0; w < warp; ++w) row += s.warp_count[w][g];
+        p.row_token[row] = t;
+        p.row_group[row] = g;
+      }
+      p.token_slot_row[t * slots + k] = row;
+    }
+    __syncthreads();
+    if (g >= 0 && rank == 0) {
+      atomicAdd(&s.next_row[g], __popc(peers));  // integer sum: order-independent
+      s.warp_count[warp][g] = 0;
+    }
+    // The clear above precedes this warp's counts of the next tile; the next tile's first
+    // barrier orders the next_row updates before its reads.
+    __syncwarp();
+  }
+
+  // Shared expert sh: row local_rows + sh * T + t for every token t.
+  const int shared_rows = p.tokens * p.num_shared;
+  for (int j = threadIdx.x; j < shared_rows; j += OneCtaShape::kThreads) {
+    const int sh = j / p.tokens, t = j - sh * p.tokens;
+    const int row = local_rows + j;
+    p.row_token[row] = t;
+    p.row_group[row] = p.local_experts + sh;
+    p.token_slot_row[t * slots + p.top_k + sh] = row;
+  }
+}
+
+// Plan only, from given ids (precomputed routing).
+__global__ void __launch_bounds__(OneCtaShape::kThreads) plan_one_cta(const PlanParams p) {
+  __shared__ OneCtaPlanSmem s;
+  grid_dependency_wait();
+  allow_dependent_launch();  // dependents griddepcontrol.wait for this whole grid anyway
+  one_cta_plan_init(s, p);
+  __syncthreads();
+  one_cta_plan_build(s, p);
+}
+
+// Routing, then the plan of the ids it wrote. Dynamic shared memory: one RouteWarpSmem per
+// routing warp, min(T, 32) of them (r.ids == p.ids).
+template <typename LogitT, int kPerLane, RoutingMethod kMethod>
+__global__ void __launch_bounds__(OneCtaShape::kThreads)
+    route_and_plan_one_cta(const routing::RouteParams r, const PlanParams p) {
+  using WarpSmem = routing::RouteWarpSmem<kPerLane, kMethod>;
+  __shared__ OneCtaPlanSmem s;
+  extern __shared__ int4 s_route[];  // (min(T, 32)) WarpSmem
+  grid_dependency_wait();
+  allow_dependent_launch();
+  one_cta_plan_init(s, p);
+  const int warp = threadIdx.x / 32;
+  for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
+    routing::route_token<LogitT, kPerLane, kMethod>(r, t,
+                                                    reinterpret_cast<WarpSmem*>(s_route)[warp]);
+  __syncthreads();
+  one_cta_plan_build(s, p);
+}
+
+}  // namespace servekit::cuda::permute

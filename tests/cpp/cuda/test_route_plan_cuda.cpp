@@ -1,0 +1,288 @@
+// The single-CTA routing + plan (PlanKernels::kOneCta) against the multi-CTA kernels
+// (kMultiCta: launch_route, then the three plan passes, each tested against the host in
+// test_routing_cuda / test_plan_cuda). Both are integer bookkeeping plus route_cpu's exact
+// float order, so ids, weights (bit patterns) and every plan array must be EQUAL: no
+// tolerance. The ids and weights are also checked against route_cpu directly.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "cuda/device_array.h"
+#include "cuda/gpu_test_util.h"
+#include "cuda/moe_plan.h"
+
+namespace servekit {
+namespace {
+
+using testing::DeviceArray;
+
+// 0xA5A5A5A5: negative and not -1 as an id or row, a NaN as a weight.
+constexpr uint8_t kPoison = 0xA5;
+
+constexpr RoutingMethod kMethods[] = {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax,
+                                      RoutingMethod::kDeepSeekV3,  RoutingMethod::kLlama4,
+                                      RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax};
+
+struct Layout {  // expert parallelism: this rank's routed experts, and the shared ones
+  int offset = 0, local = 0, shared = 0;
+};
+
+struct Result {
+  std::vector<int32_t> ids;
+  std::vector<uint32_t> weight_bits;
+  std::vector<int32_t> group_offsets, row_token, row_group, token_slot_row;
+};
+
+// Runs the GPU path `kernels` with every output poisoned; buffers sized for max_tokens.
+// logits: [T, E] f32 values, sent as f32 or as their bf16 bits. ids: for kPrecomputed only.
+Result run_gpu(const RoutingConfig& cfg, const std::vector<float>& logits, DType dtype,
+               const std::vector<float>& bias, const std::vector<int32_t>& given_ids,
+               int64_t tokens, int64_t max_tokens, const Layout& l, cuda::PlanKernels kernels) {
+  const int k = cfg.top_k, groups = l.local + l.shared;
+  const int64_t capacity = cuda::plan_capacity_rows(max_tokens, k, l.shared);
+  DeviceArray<int32_t> ids(max_tokens * k), offsets(groups + 1), row_token(capacity),
+      row_group(capacity), slot_row(max_tokens * (k + l.shared));
+  DeviceArray<float> weights(max_tokens * k), d_bias(bias);
+  DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(max_tokens, k, groups));
+  for (auto* a : {&ids, &offsets, &row_token, &row_group, &slot_row}) a->poison(kPoison);
+  weights.poison(kPoison);
+  scratch.poison(kPoison);
+  cuda::PlanBuffers plan;
+  plan.num_groups = groups;
+  plan.group_offsets = offsets.get();
+  plan.row_token = row_token.get();
+  plan.row_group = row_group.get();
+  plan.token_slot_row = slot_row.get();
+  plan.scratch = scratch.get();
+
+  if (cfg.method == RoutingMethod::kPrecomputed) {
+    ids.upload(given_ids);
+    cuda::launch_build_plan(ids.get(), tokens, k, l.offset, l.local, l.shared, plan, nullptr,
+                            kernels);
+  } else {
+    std::vector<uint16_t> raw(logits.size());
+    std::transform(logits.begin(), logits.end(), raw.begin(), float_to_bf16);
+    DeviceArray<float> logits_f32(logits);
+    DeviceArray<uint16_t> logits_bf16(raw);
+    const void* d_logits = dtype == DType::kF32 ? static_cast<const void*>(logits_f32.get())
+                                                : static_cast<const void*>(logits_bf16.get());
+    cuda::launch_route_and_plan(cfg, d_logits, dtype, bias.empty() ? nullptr : d_bias.get(), tokens,
+                                ids.get(), weights.get(), l.offset, l.local, l.shared, plan,
+                                nullptr, kernels);
+  }
+  SERVEKIT_CUDA_CHECK(cudaGetLastError());
+  SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
+
+  Result r;
+  r.ids = ids.download(tokens * k);
+  const std::vector<float> w = weights.download(tokens * k);
+  r.weight_bits.resize(w.size());
+  std::memcpy(r.weight_bits.data(), w.data(), w.size() * sizeof(float));
+  r.group_offsets = offsets.download();
+  // A wrong total must fail the comparison, not read past the buffers.
+  const int64_t rows = std::clamp<int64_t>(r.group_offsets[groups], 0, capacity);
+  r.row_token = row_token.download(rows);
+  r.row_group = row_group.download(rows);
+  r.token_slot_row = slot_row.download(tokens * (k + l.shared));
+  return r;
+}
+
+void expect_paths_agree(const RoutingConfig& cfg, const std::vector<float>& logits, DType dtype,
+                        const std::vector<float>& bias, const std::vector<int32_t>& given_ids,
+                        int64_t tokens, const Layout& l, int64_t max_tokens = -1) {
+  SCOPED_TRACE(::testing::Message()
+               << routing_name(cfg.method) << " E=" << cfg.num_experts << " K=" << cfg.top_k
+               << " groups=" << cfg.n_group << "/" << cfg.topk_group
+               << " renorm=" << cfg.renormalize << " T=" << tokens << " " << dtype_name(dtype)
+               << " local=[" << l.offset << ", +" << l.local << ") S=" << l.shared);
+  if (max_tokens < 0) max_tokens = tokens;
+  const Result one = run_gpu(cfg, logits, dtype, bias, given_ids, tokens, max_tokens, l,
+                             cuda::PlanKernels::kOneCta);
+  const Result multi = run_gpu(cfg, logits, dtype, bias, given_ids, tokens, max_tokens, l,
+                               cuda::PlanKernels::kMultiCta);
+  if (cfg.method != RoutingMethod::kPrecomputed) {
+    std::vector<float> host_logits = logits;
+    if (dtype == DType::kBF16)
+      for (float& x : host_logits) x = bf16_to_float(float_to_bf16(x));
+    std::vector<int32_t> want_ids(tokens * cfg.top_k);
+    std::vector<float> want_w(tokens * cfg.top_k);
+    route_cpu(cfg, host_logits.data(), bias.empty() ? nullptr : bias.data(), tokens,
+              want_ids.data(), want_w.data());
+    std::vector<uint32_t> want_bits(want_w.size());
+    std::memcpy(want_bits.data(), want_w.data(), want_w.size() * sizeof(float));
+    ASSERT_EQ(one.ids, want_ids);
+    ASSERT_EQ(one.weight_bits, want_bits);
+    ASSERT_EQ(multi.ids, want_ids);
+    ASSERT_EQ(multi.weight_bits, want_bits);
+  }
+  // The total of a skewed or EP-local plan is not every row: check it means something.
+  ASSERT_GE(one.group_offsets.back(), static_cast<int32_t>(tokens * l.shared));
+  ASSERT_EQ(one.group_offsets, multi.group_offsets);
+  ASSERT_EQ(one.row_token, multi.row_token);
+  ASSERT_EQ(one.row_group, multi.row_group);
+  ASSERT_EQ(one.token_slot_row, multi.token_slot_row);
+}
+
+std::vector<float> normal_values(int64_t n, float stddev, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+RoutingConfig make_config(RoutingMethod m, int experts, int top_k, int n_group, int topk_group) {
+  RoutingConfig cfg;
+  cfg.method = m;
+  cfg.num_experts = experts;
+  cfg.top_k = top_k;
+  cfg.n_group = n_group;
+  cfg.topk_group = topk_group;
+  cfg.routed_scaling_factor = m == RoutingMethod::kDeepSeekV3 ? 2.5f : 1.0f;  // rounds
+  return cfg;
+}
+
+// Layouts: all experts local; rank 1 of 4 (a quarter, odd sizes rounded); the top 3/4 with
+// shared experts.
+std::vector<Layout> layouts(int experts) {
+  const int quarter = std::max(1, experts / 4);
+  return {{0, experts, 0}, {quarter, quarter, 1}, {experts / 4, experts - experts / 4, 3}};
+}
+
+TEST(RoutePlanCuda, OneCtaEqualsMultiCtaForEveryMethod) {
+  SERVEKIT_REQUIRE_GPU();
+  uint32_t seed = 1;
+  for (RoutingMethod m : kMethods)
+    for (int experts : {8, 60, 128, 256, 257, 384, 512})
+      for (int top_k : {1, 6, 8, 32}) {
+        if (top_k > experts) continue;
+        std::vector<std::pair<int, int>> group_layouts{{1, 1}};
+        if (m == RoutingMethod::kDeepSeekV3 && experts % 8 == 0 && 4 * (experts / 8) >= top_k)
+          group_layouts.push_back({8, 4});
+        for (auto [n_group, topk_group] : group_layouts) {
+          RoutingConfig cfg = make_config(m, experts, top_k, n_group, topk_group);
+          const std::vector<float> bias =
+              routing_uses_bias(m) ? normal_values(experts, 0.05f, ++seed) : std::vector<float>{};
+          // 1 and 8: decode; 32: a warp per token; 45: two tokens on some warps.
+          for (int64_t tokens : {1, 8, 32, 45}) {
+            const std::vector<float> logits = normal_values(tokens * experts, 2.0f, ++seed);
+            const DType dtype = seed % 2 ? DType::kF32 : DType::kBF16;
+            cfg.renormalize = seed % 3 != 0;
+            for (const Layout& l : layouts(experts))
+              expect_paths_agree(cfg, logits, dtype, bias, {}, tokens, l);
+          }
+        }
+      }
+}
+
+TEST(RoutePlanCuda, SkewedRoutingAndLargerCapacity) {
+  SERVEKIT_REQUIRE_GPU();
+  // Every token prefers experts 3, 4 and 5 by a wide margin: rows pile onto three groups.
+  for (RoutingMethod m : {RoutingMethod::kSoftmaxTopK, RoutingMethod::kDeepSeekV3}) {
+    const int experts = 256, top_k = 8;
+    RoutingConfig cfg = make_config(m, experts, top_k, m == RoutingMethod::kDeepSeekV3 ? 8 : 1,
+                                    m == RoutingMethod::kDeepSeekV3 ? 4 : 1);
+    std::vector<float> logits = normal_values(29 * experts, 1.0f, 77);
+    for (int t = 0; t < 29; ++t)
+      for (int e = 3; e <= 5; ++e) logits[t * experts + e] = 12.0f + static_cast<float>(e);
+    const std::vector<float> bias =
+        routing_uses_bias(m) ? normal_values(experts, 0.05f, 78) : std::vector<float>{};
+    for (const Layout& l : {Layout{0, 256, 1}, Layout{4, 60, 0}})
+      expect_paths_agree(cfg, logits, DType::kF32, bias, {}, 29, l, 1000);
+  }
+}
+
+TEST(RoutePlanCuda, PrecomputedIdsOneCtaEqualsMultiCta) {
+  SERVEKIT_REQUIRE_GPU();
+  RoutingConfig cfg;
+  cfg.method = RoutingMethod::kPrecomputed;
+  std::mt19937 rng(9);
+  // Sizes around one CTA's 1024-entry tile, K up to 32, E_local up to 512, duplicate ids,
+  // ids outside the local range and INT_MIN / INT_MAX.
+  for (int64_t tokens : {1, 31, 32, 33, 257, 1000}) {
+    for (int top_k : {1, 5, 8, 32}) {
+      for (const Layout& l :
+           {Layout{0, 512, 0}, Layout{100, 157, 2}, Layout{7, 3, 1}, Layout{600, 0, 1}}) {
+        cfg.top_k = top_k;
+        std::uniform_int_distribution<int32_t> pick(-3, 520);
+        std::vector<int32_t> ids(tokens * top_k);
+        for (auto& id : ids) id = pick(rng);
+        ids[0] = INT_MIN;
+        if (ids.size() > 1) ids[1] = INT_MAX;
+        // Skew: a third of the entries to one expert of the local range.
+        for (size_t i = 2; i < ids.size(); i += 3) ids[i] = l.offset + l.local / 2;
+        expect_paths_agree(cfg, {}, DType::kF32, {}, ids, tokens, l);
+      }
+    }
+  }
+}
+
+// The one-CTA launch captured in a CUDA graph (global mode: no unsafe call may run while
+// capturing), with more than 48 KiB of shared memory (E = 512 DeepSeek-V3, 32 tokens: the
+// opt-in happens during the capture), replays to the eager result.
+TEST(RoutePlanCuda, OneCtaLaunchIsGraphCapturable) {
+  SERVEKIT_REQUIRE_GPU();
+  const int experts = 512, top_k = 8, tokens = 32, shared = 1;
+  const RoutingConfig cfg = make_config(RoutingMethod::kDeepSeekV3, experts, top_k, 8, 4);
+  const std::vector<float> logits = normal_values(tokens * experts, 2.0f, 11);
+  const std::vector<float> bias = normal_values(experts, 0.05f, 12);
+  const Layout l{0, experts, shared};
+  const Result eager =
+      run_gpu(cfg, logits, DType::kF32, bias, {}, tokens, tokens, l, cuda::PlanKernels::kMultiCta);
+
+  const int64_t capacity = cuda::plan_capacity_rows(tokens, top_k, shared);
+  DeviceArray<float> d_logits(logits), d_bias(bias), weights(tokens * top_k);
+  DeviceArray<int32_t> ids(tokens * top_k), offsets(experts + shared + 1), row_token(capacity),
+      row_group(capacity), slot_row(tokens * (top_k + shared));
+  DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(tokens, top_k, experts + shared));
+  cuda::PlanBuffers plan;
+  plan.num_groups = experts + shared;
+  plan.group_offsets = offsets.get();
+  plan.row_token = row_token.get();
+  plan.row_group = row_group.get();
+  plan.token_slot_row = slot_row.get();
+  plan.scratch = scratch.get();
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  cuda::launch_route_and_plan(cfg, d_logits.get(), DType::kF32, d_bias.get(), tokens, ids.get(),
+                              weights.get(), 0, experts, shared, plan, stream,
+                              cuda::PlanKernels::kOneCta);
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    for (auto* a : {&ids, &offsets, &row_token, &row_group, &slot_row}) a->poison(kPoison);
+    weights.poison(kPoison);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    SCOPED_TRACE(::testing::Message() << "replay " << replay);
+    EXPECT_EQ(ids.download(), eager.ids);
+    const std::vector<float> w = weights.download();
+    std::vector<uint32_t> bits(w.size());
+    std::memcpy(bits.data(), w.data(), w.size() * sizeof(float));
+    EXPECT_EQ(bits, eager.weight_bits);
+    EXPECT_EQ(offsets.download(), eager.group_offsets);
+    EXPECT_EQ(row_token.download(eager.row_token.size()), eager.row_token);
+    EXPECT_EQ(row_group.download(eager.row_group.size()), eager.row_group);
+    EXPECT_EQ(slot_row.download(), eager.token_slot_row);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST(RoutePlanCuda, NoTokens) {
+  SERVEKIT_REQUIRE_GPU();
+  RoutingConfig cfg = make_config(RoutingMethod::kSoftmaxTopK, 64, 4, 1, 1);
+  expect_paths_agree(cfg, {}, DType::kF32, {}, {}, 0, Layout{0, 64, 2}, 16);
+}
+
+}  // namespace
+}  // namespace servekit
