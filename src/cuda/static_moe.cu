@@ -46,6 +46,8 @@ struct Workspace {
   int32_t* num_tasks = nullptr;
   uint32_t* x_amax = nullptr;   // [sms]     planner CTAs' |x| maxima
   uint32_t* h_amax = nullptr;   // [grid]    GEMM1 CTAs' |h| maxima
+  uint16_t* xq = nullptr;       // [T, H]    fp8_block128: x codes (f16 bits), else empty
+  float* xs = nullptr;          // [T, ceil(H / 128)] their scales
   float* h = nullptr;           // [rows, I] GEMM1 output
   float* y32 = nullptr;         // [rows, H] GEMM2 output for the fused combine
   float* partials = nullptr;    // [grid][2][8 warps][4][32] float4
@@ -72,6 +74,10 @@ Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
   w.num_tasks = reinterpret_cast<int32_t*>(take(sizeof(int32_t)));
   w.x_amax = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * sms));
   w.h_amax = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * grid));
+  if (static_format(d.quant) == StaticFormat::kFP8Block128) {
+    w.xq = reinterpret_cast<uint16_t*>(take(sizeof(uint16_t) * d.max_tokens * d.hidden));
+    w.xs = reinterpret_cast<float*>(take(sizeof(float) * d.max_tokens * ((d.hidden + 127) / 128)));
+  }
   w.h = reinterpret_cast<float*>(take(sizeof(float) * rows * d.intermediate));
   w.y32 = reinterpret_cast<float*>(take(sizeof(float) * rows * d.hidden));
   w.partials =
@@ -225,10 +231,13 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
       static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
   const int64_t x_elems = a.tokens * d.hidden;
   int plan_grid = 1;
-  if (per_tensor) {
+  if (per_tensor || w.xq != nullptr) {
     pp.x = static_cast<const uint16_t*>(a.hidden);
     pp.x_elems = x_elems;
-    pp.amax_slots = w.x_amax;
+    pp.hidden = d.hidden;
+    pp.amax_slots = per_tensor ? w.x_amax : nullptr;
+    pp.xq = w.xq;
+    pp.xs = w.xs;
     plan_grid = static_cast<int>(std::clamp<int64_t>(x_elems / (16 * 1024), 1, sms));
   }
   {
@@ -251,6 +260,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.pdl = a.pdl;
   l.gemm1 = gemm_params(w, a, g13);
   l.gemm1.x = static_cast<const uint16_t*>(a.hidden);
+  l.gemm1.xq = w.xq;
+  l.gemm1.xs = w.xs;
   l.gemm1.row_token = a.plan.row_token;
   l.gemm1.amax_in = per_tensor ? w.x_amax : nullptr;
   l.gemm1.amax_in_count = plan_grid;

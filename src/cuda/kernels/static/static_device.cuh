@@ -109,6 +109,22 @@ __device__ __forceinline__ uint32_t f16x2_e4m3_of(float a, float b, float s) {
       __nv_cvt_float2_to_fp8x2(make_float2(a / s, b / s), __NV_SATFINITE, __NV_E4M3));
 }
 
+// fp8_block128 quantization of one 128-column chunk of a row held by a half-warp (8 values per
+// lane, absent columns as 0): the chunk's scale from its amax (a 4-step shuffle within the
+// half-warp) and the lane's 8 e4m3 codes as f16 pairs. Shared by the GEMM staging and the
+// planner's pre-quantization, so both give the same bits.
+__device__ __forceinline__ float static_block128_quant8(const float (&v)[8], unsigned half_mask,
+                                                        uint4& codes) {
+  uint32_t m = 0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) m = max(m, abs_bits(v[i]));
+  for (int o = 8; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(half_mask, m, o));
+  const float s = fp8_scale_of_amax_bits(m);
+  codes = make_uint4(f16x2_e4m3_of(v[0], v[1], s), f16x2_e4m3_of(v[2], v[3], s),
+                     f16x2_e4m3_of(v[4], v[5], s), f16x2_e4m3_of(v[6], v[7], s));
+  return s;
+}
+
 // Max over a CTA of per-thread values (all threads call it); smem: 32 words.
 __device__ __forceinline__ uint32_t cta_max_u32(uint32_t v, uint32_t* smem) {
   for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));

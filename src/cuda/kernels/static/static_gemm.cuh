@@ -202,7 +202,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     const int row_off = g * row_stride, last_off = (task.rows - 1) * row_stride;
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
-    static_stage_window<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
+    static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
     __syncthreads();
 
     float acc[4][4];
@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
         __syncthreads();
         w0 = kb & ~1;
         w1 = w0 + win;
-        static_stage_window<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
+        static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
         __syncthreads();
       }
 #pragma unroll

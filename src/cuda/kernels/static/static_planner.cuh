@@ -1,5 +1,7 @@
 // The static path's planner: virtual-expert tasks from the plan's group offsets (CTA 0), and
-// for fp8_per_tensor the |x| maxima of the MoE input (every CTA one slice). The task arithmetic
+// for fp8_per_tensor the |x| maxima of the MoE input (every CTA one slice), for fp8_block128 x
+// quantized once per token (GEMM1 then stages a copy instead of quantizing the same rows again
+// for every unit). The task arithmetic
 // is static_tasks.h's, run per group in parallel with a CTA-wide scan; the order (by group, then
 // by row) equals static_plan_tasks_serial's.
 #pragma once
@@ -45,6 +47,34 @@ __global__ void __launch_bounds__(kStaticPlanThreads) static_plan_kernel(const S
       __syncthreads();
     }
     if (threadIdx.x == 0) *p.num_tasks = carry < p.task_capacity ? carry : p.task_capacity;
+  }
+
+  if (p.xq != nullptr) {  // fp8_block128: each half-warp quantizes 128-column chunks of x rows
+    const int64_t kchunks = (p.hidden + 127) / 128;
+    const int64_t chunks = p.x_elems / p.hidden * kchunks;
+    const int l = threadIdx.x % 16;
+    const unsigned half_mask = 0xFFFFu << (16 * ((threadIdx.x / 16) & 1));
+    constexpr int kHalves = kStaticPlanThreads / 16;
+    // Whole half-warps iterate together (the bound is per half-warp), as the shuffle needs.
+    for (int64_t i = blockIdx.x * int64_t{kHalves} + threadIdx.x / 16; i < chunks;
+         i += gridDim.x * int64_t{kHalves}) {
+      const int64_t t = i / kchunks, c = i % kchunks, col = c * 128 + l * 8;
+      const bool in = col < p.hidden;
+      float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (in) {
+        const uint4 a = __ldg(reinterpret_cast<const uint4*>(p.x + t * p.hidden + col));
+        const uint32_t w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+        for (int k = 0; k < 4; ++k) {
+          v[2 * k] = bf16_bits_to_float(w[k] & 0xFFFFu);
+          v[2 * k + 1] = bf16_bits_to_float(w[k] >> 16);
+        }
+      }
+      uint4 codes;
+      const float s = static_block128_quant8(v, half_mask, codes);
+      if (in) *reinterpret_cast<uint4*>(p.xq + t * p.hidden + col) = codes;
+      if (l == 0) p.xs[i] = s;
+    }
   }
 
   if (p.amax_slots != nullptr) {

@@ -84,20 +84,80 @@ __device__ void static_stage_window(const StaticGemmParams& p, const StaticTask&
         w[i] = *reinterpret_cast<const uint32_t*>(&b);
       }
       *dst = make_uint4(w[0], w[1], w[2], w[3]);
+    } else if constexpr (F == StaticFormat::kFP8Block128) {
+      uint4 codes;
+      const float s = static_block128_quant8(v, half_mask, codes);
+      if (l == 0) sXs[(c - c0) * 32 + r] = s;
+      if (in) *dst = codes;
     } else {
-      float s = act_scale;
-      if constexpr (F == StaticFormat::kFP8Block128) {
-        uint32_t m = 0;
-#pragma unroll
-        for (int i = 0; i < 8; ++i) m = max(m, abs_bits(v[i]));
-        for (int o = 8; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(half_mask, m, o));
-        s = fp8_scale_of_amax_bits(m);
-        if (l == 0) sXs[(c - c0) * 32 + r] = s;
-      }
+      const float s = act_scale;
       if (!in) continue;
       *dst = make_uint4(f16x2_e4m3_of(v[0], v[1], s), f16x2_e4m3_of(v[2], v[3], s),
                         f16x2_e4m3_of(v[4], v[5], s), f16x2_e4m3_of(v[6], v[7], s));
     }
+  }
+}
+
+// Whether GEMM1's staging is a plain copy: the a16 formats stage x's bf16 bits as they are, and
+// fp8_block128 the planner's pre-quantized codes and scales (p.xq, p.xs). Only fp8_per_tensor,
+// whose scale needs the whole input's amax, quantizes while staging.
+template <StaticFormat F>
+constexpr bool static_gemm1_copies() {
+  return F != StaticFormat::kFP8PerTensor;
+}
+
+// GEMM1's staging as a copy (see static_gemm1_copies): k-blocks [w0, w1) of the task's rows,
+// each 128-column chunk by one half-warp, kBatch chunks in flight per half-warp so the L2
+// round trips (row -> token -> x) overlap instead of running one after another.
+template <StaticFormat F>
+__device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& task, int w0, int w1,
+                                  uint8_t* sB, int row_stride, float* sXs) {
+  constexpr bool kScales = F == StaticFormat::kFP8Block128;
+  constexpr int kHalves = kStaticThreads / 16, kBatch = 4;
+  const int c0 = w0 / 2, c1 = (w1 + 1) / 2, chunks = c1 - c0;
+  const int half = threadIdx.x / 16, l = threadIdx.x % 16;
+  const uint16_t* src = kScales ? p.xq : p.x;
+  const int64_t kchunks = (p.k + 127) / 128;
+  const int n = task.rows * chunks;
+  for (int base = half; base < n; base += kHalves * kBatch) {
+    uint4 v[kBatch] = {};
+    float s[kBatch] = {};
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int it = base + j * kHalves;
+      if (it < n) {
+        const int r = it / chunks, c = c0 + it % chunks;
+        const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
+        const int64_t token = p.row_token[task.row_begin + r];
+        if (col < p.k) v[j] = __ldg(reinterpret_cast<const uint4*>(src + token * p.k + col));
+        if (kScales && l == 0) s[j] = __ldg(p.xs + token * kchunks + c);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int it = base + j * kHalves;
+      if (it < n) {
+        const int r = it / chunks, c = c0 + it % chunks;
+        const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
+        if (col < p.k)
+          *reinterpret_cast<uint4*>(sB + r * row_stride +
+                                    (col - static_cast<int64_t>(w0) * 64) * 2) = v[j];
+        if (kScales && l == 0) sXs[(c - c0) * 32 + r] = s[j];
+      }
+    }
+  }
+}
+
+// The staging of a unit's window: a copy for GEMM1 where static_gemm1_copies, else quantized
+// while staged.
+template <StaticFormat F, bool kDown>
+__device__ __forceinline__ void static_stage(const StaticGemmParams& p, const StaticTask& task,
+                                             int w0, int w1, uint8_t* sB, int row_stride,
+                                             float* sXs, float act_scale) {
+  if constexpr (!kDown && static_gemm1_copies<F>()) {
+    static_stage_copy<F>(p, task, w0, w1, sB, row_stride, sXs);
+  } else {
+    static_stage_window<F, kDown>(p, task, w0, w1, sB, row_stride, sXs, act_scale);
   }
 }
 
