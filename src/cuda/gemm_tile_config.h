@@ -89,24 +89,6 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
   return {};
 }
 
-// A second instantiation per format, under measurement (docs/perf-notes.md): the environment
-// variable SERVEKIT_GEMM_TILES=alt selects it at GroupedGemm::create for an A/B comparison on
-// the same GPU. Pingpong: each consumer warp group owns a whole tile and the two alternate, so
-// one group's epilogue (and, for fp8_block128, its per-128-K promotion FMAs) overlaps the
-// other's tensor-core work. fp8_block128 keeps 2 x 64 accumulator registers per thread in a
-// 64x128 tile; bf16 128 in a 128x128 tile. fp8_per_tensor has no second instantiation.
-constexpr GemmTileConfig alternate_tile_config(GemmOperand op) {
-  switch (op) {
-    case GemmOperand::kBF16:
-      return {128, 128, 64, 1, 2, GemmSchedule::kPingpong};
-    case GemmOperand::kFP8Block128:
-      return {64, 128, 128, 1, 2, GemmSchedule::kPingpong};
-    case GemmOperand::kFP8PerTensor:
-      return compiled_tile_config(op);
-  }
-  return {};
-}
-
 // Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte
 // aligned rows, so K (row length of A and B) and N (row length of D, bf16) must be multiples of
 // these; fp8_block128 needs K to be a whole number of 128-scale blocks.

@@ -85,9 +85,6 @@ class GroupedGemm {
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
                                                               int device);
-std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_alt(const GroupedGemmShape& shape, int device);
-std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_alt(const GroupedGemmShape& shape,
-                                                                int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmShape& shape,
                                                             int device);
 

@@ -75,11 +75,7 @@ class GroupedGemmRunner final : public GroupedGemm {
     SERVEKIT_CHECK(shape.n < (int64_t{1} << 31) && shape.k < (int64_t{1} << 31),
                    "grouped_gemm: n=", shape.n, " k=", shape.k, " exceed the int32 problem shape");
     config_ = choose_gemm_config(desc);
-    // The run-time knobs are chosen for the default tile; an alternate instantiation
-    // (SERVEKIT_GEMM_TILES=alt) keeps them and reports its own tile.
-    SERVEKIT_CHECK(config_.tile == K::kTile || alternate_tile_config(K::kOperand) == K::kTile,
-                   "grouped_gemm: the chosen tile is not compiled");
-    config_.tile = K::kTile;
+    SERVEKIT_CHECK(config_.tile == K::kTile, "grouped_gemm: the chosen tile is not compiled");
     SERVEKIT_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     allocate_arguments();
