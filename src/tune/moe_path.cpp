@@ -8,32 +8,31 @@
 namespace servekit::tune {
 
 // Cutovers per (shape, format): the static path runs while tokens * top_k <= rows. Measured
-// entries come from bench/results/h200/2026-11-30-issue4-static.json (scripts/gpu-check.sh,
-// BENCH_SET=issue4: `servekit bench moe --path both`, graph replays, cold L2): rows is the
-// largest measured point where the static path was faster than the dynamic one; the true
-// crossover lies between it and the next measured point. Unmeasured shapes keep the design
-// point of the static path (decode, 256 routed rows) and say so.
+// entries come from bench/results/h200/2026-11-30-issues-s2.json (scripts/gpu-check.sh,
+// BENCH_SET=issues: `servekit bench moe --path both`, graph replays, cold L2) unless they name
+// another file: rows is the largest measured point where the static path was faster than the
+// dynamic one; the true crossover lies between it and the next measured point. Unmeasured
+// shapes keep the design point of the static path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
-      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 8, true,
-       "static 156.5 us vs dynamic 203.8 us at T=1; 876.2 vs 735.0 at T=8 (issue4-static.json)"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 64, true,
+       "static 682.1 us vs dynamic 730.8 us at T=8; 1583.9 vs 1539.9 at T=32"},
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 8, true,
        "static 243.3 us (issues-final.json) vs dynamic 315.6 us (issue3-dynamic.json) at T=1; "
        "3397.0 vs 2574.7 at T=32"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false, "not yet measured"},
-      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 64, true,
-       "static 635.9 us vs dynamic 1229.7 us at T=8; 3637.3 vs 3151.0 at T=32 "
-       "(issue4-static.json)"},
+      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 256, true,
+       "static 1525.0 us vs dynamic 3139.3 us at T=32, the largest measured"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 256, true,
-       "static 1040.7 us vs dynamic 1058.3 us at T=32, the largest measured (issue4-static.json)"},
+       "static 1023.3 us vs dynamic 1054.4 us at T=32; 1366.1 vs 1247.1 at T=128 with every "
+       "token on one expert"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
-       "static 552.0 us vs dynamic 1104.7 us at T=32, the largest measured (issue4-static.json)"},
-      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 64, true,
-       "static 156.0 us vs dynamic 178.2 us at T=8; at T=32 a tie uniform (300.7 vs 299.3) and "
-       "a loss skewed (353.3 vs 286.8) (issues-final.json, issue3-dynamic.json)"},
+       "static 537.9 us vs dynamic 1102.9 us at T=32, the largest measured"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 256, true,
+       "static 295.2 us vs dynamic 305.0 us at T=32; 391.7 vs 359.4 at T=128"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, false, "not yet measured"},
       {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,
-       "static 459.1 us vs dynamic 979.3 us at T=32, the largest measured (issue4-static.json)"},
+       "static 443.6 us vs dynamic 975.8 us at T=32, the largest measured"},
   };
   return table;
 }
