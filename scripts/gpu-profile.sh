@@ -5,6 +5,7 @@
 #                 (default: the static path's 1/8/32-token rows and the dynamic 8192 rows)
 #   OUT           where ncu-<n>.csv and profile.log go (default ./out)
 #   BUDGET_S      seconds for the whole script (default 400)
+#   NCU_ARGS      what ncu collects (default: see below)
 # ncu serialises kernels (no PDL overlap) and flushes caches before each one (cold L2, as the
 # benchmark), so the durations add up to more than the graph-timed layer: read them as shares.
 # Clocks are left alone (--clock-control none), as the device rules require.
@@ -36,6 +37,10 @@ DEFAULT_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1,8 --path static
  --then --preset qwen3-30b-a3b --quant bf16 --tokens 2048 --path dynamic
  --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 8192 --path dynamic"
 ROWS=${PROFILE_ROWS:-$DEFAULT_ROWS}
+# What ncu collects: by default durations, DRAM bytes and grids (bench/ncu_table.py reads them);
+# e.g. NCU_ARGS="--page details --section WarpStateStats --kernel-name regex:static_gemm
+# --launch-count 2" for where the warps of chosen kernels stall.
+NCU_ARGS=${NCU_ARGS:---page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size}
 
 # One ncu process per row group, so one slow group cannot take the others' output.
 n=0
@@ -46,8 +51,7 @@ while IFS= read -r group; do
   ((limit < 20)) && { echo "budget spent before group $n: $group" | tee -a "$OUT/profile.log"; break; }
   echo "== group $n (limit ${limit}s): $group" | tee -a "$OUT/profile.log"
   # shellcheck disable=SC2086
-  timeout --kill-after=10 "$limit" "$NCU" --clock-control none --csv --page raw \
-    --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size \
+  timeout --kill-after=10 "$limit" "$NCU" --clock-control none --csv $NCU_ARGS \
     --log-file "$OUT/ncu-$n.csv" \
     "$BUILD_DIR/servekit" bench moe $group --routing uniform --repeats 1 --warmup 0 --peer off \
     --check-tokens 1 >>"$OUT/profile.log" 2>&1
