@@ -71,12 +71,13 @@ __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoad
   sc = L::load_scale(ref.codes + ref.scales, kb, g, t);
 }
 
-// acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles.
+// acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles;
+// kNts > 0 fixes the count at compile time (straight-line code, see static_unit_kloop).
 // bk: the window's k-block (byte 16t of lane t); row_off: the lane's row g; tile_stride: 8 rows;
 // last_off: the task's last row. Rows past the task read the last row again instead of testing:
 // a B column only feeds the output column of its token, which is never stored.
 // xs: fp8_block128's activation scales of the k-block's chunk, from token 2t on.
-template <StaticFormat F>
+template <StaticFormat F, int kNts>
 __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoader<F>::kLoads],
                                                   const typename StaticLoader<F>::Scale& sc,
                                                   const uint8_t* bk, int row_off, int tile_stride,
@@ -91,8 +92,8 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
 #pragma unroll
     for (int h = 0; h < 2; ++h) rs[r][h] = L::row_scale(sc, r, h);
 #pragma unroll
-  for (int nt = 0; nt < 4; ++nt) {
-    if (nt >= nts) break;
+  for (int nt = 0; nt < (kNts > 0 ? kNts : 4); ++nt) {
+    if (kNts == 0 && nt >= nts) break;
     const uint8_t* b = bk + min(row_off + nt * tile_stride, last_off);
     const uint4 b0 = lds128(b), b1 = lds128(b + 64);
     if constexpr (L::kPromote == 0) {
@@ -126,6 +127,64 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
         for (int i = 0; i < 4; ++i) acc[nt][i] = fmaf(d[i], rs[i >> 1][h], acc[nt][i]);
       }
     }
+  }
+}
+
+// The state one unit's k-loop reads (and the window it may slide), gathered for
+// static_unit_kloop.
+struct StaticUnitLoop {
+  int u, u_last, kb0, kb1, last_kb1, kblocks, ntasks;
+  int w0, w1, win, row_stride, row_off, last_off;
+  bool live;
+  int warp, lane, g, t;
+  float act_scale;
+  uint8_t* sB;
+  float* sXs;
+};
+
+// One unit's k-blocks, kDepth at a time: compute slot j of the ring, then refill it with the
+// next batch's step j (this unit's, or the next unit's first). kNts: the token tiles when fixed
+// at compile time (1: the decode case of one row per expert), 0: read from the task.
+template <StaticFormat F, bool kDown, int kNts>
+__device__ __forceinline__ void static_unit_kloop(
+    const StaticGemmParams& p, const StaticTask& task, StaticUnitLoop& s,
+    uint4 (&ring)[StaticLoader<F>::kDepth][StaticLoader<F>::kLoads],
+    typename StaticLoader<F>::Scale (&sring)[StaticLoader<F>::kDepth], StaticTileRef& ref,
+    float (&acc)[4][4]) {
+  constexpr int D = StaticLoader<F>::kDepth;
+  const uint8_t* bk = s.sB + 16 * s.t;
+  const int nts = (task.rows + 7) / 8;
+  for (int kb = s.kb0; kb < s.kb1; kb += D) {
+    // The batch after this one: the same unit, or the first of the next.
+    int nu = s.u;
+    int nkb = kb + D, nkb1 = s.kb1;
+    if (nkb >= s.kb1) {
+      nu = s.u + 1;
+      nkb = 0;
+      nkb1 = nu == s.u_last ? s.last_kb1 : s.kblocks;
+    }
+    const StaticTileRef nref =
+        nu == s.u ? ref
+                  : (nu <= s.u_last ? static_tile_ref<F, kDown>(p, nu, s.ntasks, s.warp, s.lane)
+                                    : StaticTileRef{});
+    if (kb + D > s.w1 && s.w1 < s.kb1) {  // the batch leaves the staged window: slide it
+      __syncthreads();
+      s.w0 = kb & ~1;
+      s.w1 = s.w0 + s.win;
+      static_stage<F, kDown>(p, task, s.w0, min(s.w1, s.kb1), s.sB, s.row_stride, s.sXs,
+                             s.act_scale);
+      __syncthreads();
+    }
+#pragma unroll
+    for (int j = 0; j < D; ++j) {
+      if (s.live && kb + j < s.kb1) {
+        const int kbl = kb + j - s.w0;
+        static_mma_kblock<F, kNts>(ring[j], sring[j], bk + kbl * 128, s.row_off, 8 * s.row_stride,
+                                   s.last_off, s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+      }
+      if (nref.live && nkb + j < nkb1) static_issue<F>(ring[j], sring[j], nref, nkb + j, s.g, s.t);
+    }
+    ref = nref;
   }
 }
 
@@ -198,7 +257,6 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     const bool live = ref.live;
     const int win = static_window_kblocks(task.rows, kblocks);
     const int row_stride = static_row_stride(win);
-    const uint8_t* bk = sB + 16 * t;
     const int row_off = g * row_stride, last_off = (task.rows - 1) * row_stride;
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
@@ -211,36 +269,13 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
 
-    for (int kb = kb0; kb < kb1; kb += D) {
-      // The batch after this one: the same unit, or the first of the next.
-      int nu = u;
-      int nkb = kb + D, nkb1 = kb1;
-      if (nkb >= kb1) {
-        nu = u + 1;
-        nkb = 0;
-        nkb1 = nu == u_last ? last_kb1 : kblocks;
-      }
-      const StaticTileRef nref =
-          nu == u ? ref
-                  : (nu <= u_last ? static_tile_ref<F, kDown>(p, nu, ntasks, warp, lane)
-                                  : StaticTileRef{});
-      if (kb + D > w1 && w1 < kb1) {  // the batch leaves the staged window: slide it
-        __syncthreads();
-        w0 = kb & ~1;
-        w1 = w0 + win;
-        static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
-        __syncthreads();
-      }
-#pragma unroll
-      for (int j = 0; j < D; ++j) {
-        if (live && kb + j < kb1) {
-          const int kbl = kb + j - w0;
-          static_mma_kblock<F>(ring[j], sring[j], bk + kbl * 128, row_off, 8 * row_stride, last_off,
-                               sXs + (kbl / 2) * 32 + 2 * t, nts, acc);
-        }
-        if (nref.live && nkb + j < nkb1) static_issue<F>(ring[j], sring[j], nref, nkb + j, g, t);
-      }
-      ref = nref;
+    StaticUnitLoop s{u,    u_last, kb0, kb1,        last_kb1,  kblocks,  ntasks,
+                     w0,   w1,     win, row_stride, row_off,   last_off, live,
+                     warp, lane,   g,   t,          act_scale, sB,       sXs};
+    if (nts == 1) {  // warp-uniform: the common decode case gets straight-line code
+      static_unit_kloop<F, kDown, 1>(p, task, s, ring, sring, ref, acc);
+    } else {
+      static_unit_kloop<F, kDown, 0>(p, task, s, ring, sring, ref, acc);
     }
 
     // Finish the unit: here if this CTA computed all of it, else by the last of its CTAs.
