@@ -15,6 +15,7 @@
 #include "cuda/device_array.h"
 #include "cuda/gpu_test_util.h"
 #include "cuda/moe_plan.h"
+#include "cuda/routing_test_util.h"
 
 namespace servekit {
 namespace {
@@ -136,17 +137,6 @@ std::vector<float> normal_values(int64_t n, float stddev, uint32_t seed) {
   return v;
 }
 
-RoutingConfig make_config(RoutingMethod m, int experts, int top_k, int n_group, int topk_group) {
-  RoutingConfig cfg;
-  cfg.method = m;
-  cfg.num_experts = experts;
-  cfg.top_k = top_k;
-  cfg.n_group = n_group;
-  cfg.topk_group = topk_group;
-  cfg.routed_scaling_factor = m == RoutingMethod::kDeepSeekV3 ? 2.5f : 1.0f;  // rounds
-  return cfg;
-}
-
 // Layouts: all experts local; rank 1 of 4 (a quarter, odd sizes rounded); the top 3/4 with
 // shared experts.
 std::vector<Layout> layouts(int experts) {
@@ -165,7 +155,7 @@ TEST(RoutePlanCuda, OneCtaEqualsMultiCtaForEveryMethod) {
         if (m == RoutingMethod::kDeepSeekV3 && experts % 8 == 0 && 4 * (experts / 8) >= top_k)
           group_layouts.push_back({8, 4});
         for (auto [n_group, topk_group] : group_layouts) {
-          RoutingConfig cfg = make_config(m, experts, top_k, n_group, topk_group);
+          RoutingConfig cfg = routing_test_config(m, experts, top_k, n_group, topk_group);
           const std::vector<float> bias =
               routing_uses_bias(m) ? normal_values(experts, 0.05f, ++seed) : std::vector<float>{};
           // 1 and 8: decode; 32: a warp per token; 45: two tokens on some warps.
@@ -185,8 +175,9 @@ TEST(RoutePlanCuda, SkewedRoutingAndLargerCapacity) {
   // Every token prefers experts 3, 4 and 5 by a wide margin: rows pile onto three groups.
   for (RoutingMethod m : {RoutingMethod::kSoftmaxTopK, RoutingMethod::kDeepSeekV3}) {
     const int experts = 256, top_k = 8;
-    RoutingConfig cfg = make_config(m, experts, top_k, m == RoutingMethod::kDeepSeekV3 ? 8 : 1,
-                                    m == RoutingMethod::kDeepSeekV3 ? 4 : 1);
+    RoutingConfig cfg =
+        routing_test_config(m, experts, top_k, m == RoutingMethod::kDeepSeekV3 ? 8 : 1,
+                            m == RoutingMethod::kDeepSeekV3 ? 4 : 1);
     std::vector<float> logits = normal_values(29 * experts, 1.0f, 77);
     for (int t = 0; t < 29; ++t)
       for (int e = 3; e <= 5; ++e) logits[t * experts + e] = 12.0f + static_cast<float>(e);
@@ -228,7 +219,7 @@ TEST(RoutePlanCuda, PrecomputedIdsOneCtaEqualsMultiCta) {
 TEST(RoutePlanCuda, OneCtaLaunchIsGraphCapturable) {
   SERVEKIT_REQUIRE_GPU();
   const int experts = 512, top_k = 8, tokens = 32, shared = 1;
-  const RoutingConfig cfg = make_config(RoutingMethod::kDeepSeekV3, experts, top_k, 8, 4);
+  const RoutingConfig cfg = routing_test_config(RoutingMethod::kDeepSeekV3, experts, top_k, 8, 4);
   const std::vector<float> logits = normal_values(tokens * experts, 2.0f, 11);
   const std::vector<float> bias = normal_values(experts, 0.05f, 12);
   const Layout l{0, experts, shared};
@@ -280,7 +271,7 @@ TEST(RoutePlanCuda, OneCtaLaunchIsGraphCapturable) {
 
 TEST(RoutePlanCuda, NoTokens) {
   SERVEKIT_REQUIRE_GPU();
-  RoutingConfig cfg = make_config(RoutingMethod::kSoftmaxTopK, 64, 4, 1, 1);
+  RoutingConfig cfg = routing_test_config(RoutingMethod::kSoftmaxTopK, 64, 4, 1, 1);
   expect_paths_agree(cfg, {}, DType::kF32, {}, {}, 0, Layout{0, 64, 2}, 16);
 }
 

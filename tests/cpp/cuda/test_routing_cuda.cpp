@@ -17,6 +17,7 @@
 #include "cuda/device_array.h"
 #include "cuda/gpu_test_util.h"
 #include "cuda/moe_plan.h"
+#include "cuda/routing_test_util.h"
 
 namespace servekit {
 namespace {
@@ -112,19 +113,6 @@ std::vector<float> random_bias(int experts, uint32_t seed) {
   return v;
 }
 
-RoutingConfig make_config(RoutingMethod m, int experts, int top_k, int n_group = 1,
-                          int topk_group = 1) {
-  RoutingConfig cfg;
-  cfg.method = m;
-  cfg.num_experts = experts;
-  cfg.top_k = top_k;
-  cfg.n_group = n_group;
-  cfg.topk_group = topk_group;
-  // A scale that is not a power of two, so that the final multiply rounds.
-  cfg.routed_scaling_factor = m == RoutingMethod::kDeepSeekV3 ? 2.5f : 1.0f;
-  return cfg;
-}
-
 // Group layouts of a DeepSeek-V3 sweep point: 8 groups keeping 4 (when E allows: the last
 // stage needs topk_group * E / n_group >= K) and a single group.
 std::vector<std::pair<int, int>> group_layouts(int experts, int top_k) {
@@ -142,7 +130,7 @@ TEST(RoutingCuda, EveryMethodShapeAndDtype) {
         if (top_k > experts) continue;
         for (auto [n_group, topk_group] : group_layouts(experts, top_k)) {
           if (m != RoutingMethod::kDeepSeekV3 && n_group != 1) continue;
-          RoutingConfig cfg = make_config(m, experts, top_k, n_group, topk_group);
+          RoutingConfig cfg = routing_test_config(m, experts, top_k, n_group, topk_group);
           const std::vector<float> bias =
               routing_uses_bias(m) ? random_bias(experts, seed) : std::vector<float>{};
           for (int64_t tokens : {1, 7}) {
@@ -179,7 +167,7 @@ TEST(RoutingCuda, PresetsAt8192Tokens) {
   };
   uint32_t seed = 100;
   for (const Case& c : cases) {
-    RoutingConfig cfg = make_config(c.m, c.experts, c.top_k, c.n_group, c.topk_group);
+    RoutingConfig cfg = routing_test_config(c.m, c.experts, c.top_k, c.n_group, c.topk_group);
     cfg.routed_scaling_factor = c.scale;
     const std::vector<float> logits = normal_logits(8192, c.experts, ++seed);
     const std::vector<float> bias =
@@ -204,7 +192,7 @@ TEST(RoutingCuda, TiesGoToTheLowerIndex) {
       std::fill(logits.begin(), logits.begin() + experts, 0.25f);  // token 0: all equal
       for (auto [n_group, topk_group] : group_layouts(experts, top_k)) {
         if (m != RoutingMethod::kDeepSeekV3 && n_group != 1) continue;
-        const RoutingConfig cfg = make_config(m, experts, top_k, n_group, topk_group);
+        const RoutingConfig cfg = routing_test_config(m, experts, top_k, n_group, topk_group);
         // A bias of equal values keeps the ties among the biased scores.
         const std::vector<float> bias =
             routing_uses_bias(m) ? std::vector<float>(experts, 0.125f) : std::vector<float>{};
@@ -231,8 +219,8 @@ TEST(RoutingCuda, NonFiniteAndExtremeLogits) {
     logits[5 * experts + e] = e % 7 == 0 ? -inf : 1e30f;
   }
   for (RoutingMethod m : kMethods) {
-    RoutingConfig cfg = make_config(m, experts, 4, m == RoutingMethod::kDeepSeekV3 ? 8 : 1,
-                                    m == RoutingMethod::kDeepSeekV3 ? 2 : 1);
+    RoutingConfig cfg = routing_test_config(m, experts, 4, m == RoutingMethod::kDeepSeekV3 ? 8 : 1,
+                                            m == RoutingMethod::kDeepSeekV3 ? 2 : 1);
     const std::vector<float> bias =
         routing_uses_bias(m) ? random_bias(experts, 10) : std::vector<float>{};
     for (bool renorm : {true, false}) {
@@ -249,18 +237,20 @@ TEST(RoutingCuda, RejectsOutOfRangeConfigs) {
   auto launch = [&](const RoutingConfig& cfg, DType dtype, const float* bias) {
     cuda::launch_route(cfg, buf.get(), dtype, bias, 2, ids.get(), buf.get(), nullptr);
   };
-  EXPECT_THROW(launch(make_config(RoutingMethod::kSoftmaxTopK, 513, 8), DType::kF32, nullptr),
-               Error);
-  EXPECT_THROW(launch(make_config(RoutingMethod::kSoftmaxTopK, 512, 33), DType::kF32, nullptr),
-               Error);
-  EXPECT_THROW(launch(make_config(RoutingMethod::kSoftmaxTopK, 64, 8), DType::kF16, nullptr),
-               Error);
-  EXPECT_THROW(launch(make_config(RoutingMethod::kDeepSeekV3, 64, 8), DType::kF32, nullptr),
+  EXPECT_THROW(
+      launch(routing_test_config(RoutingMethod::kSoftmaxTopK, 513, 8), DType::kF32, nullptr),
+      Error);
+  EXPECT_THROW(
+      launch(routing_test_config(RoutingMethod::kSoftmaxTopK, 512, 33), DType::kF32, nullptr),
+      Error);
+  EXPECT_THROW(
+      launch(routing_test_config(RoutingMethod::kSoftmaxTopK, 64, 8), DType::kF16, nullptr), Error);
+  EXPECT_THROW(launch(routing_test_config(RoutingMethod::kDeepSeekV3, 64, 8), DType::kF32, nullptr),
                Error);  // no bias
-  EXPECT_THROW(launch(make_config(RoutingMethod::kPrecomputed, 64, 8), DType::kF32, nullptr),
-               Error);
+  EXPECT_THROW(
+      launch(routing_test_config(RoutingMethod::kPrecomputed, 64, 8), DType::kF32, nullptr), Error);
   try {
-    launch(make_config(RoutingMethod::kSoftmaxTopK, 600, 8), DType::kF32, nullptr);
+    launch(routing_test_config(RoutingMethod::kSoftmaxTopK, 600, 8), DType::kF32, nullptr);
     ADD_FAILURE() << "num_experts=600 accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("600"), std::string::npos) << e.what();
@@ -273,7 +263,7 @@ TEST(RoutingCuda, RejectsOutOfRangeConfigs) {
 // work spread over all SMs; 50 us would mean something is badly wrong.
 TEST(RoutingCuda, DeepSeekV3At8192TokensIsFast) {
   SERVEKIT_REQUIRE_GPU();
-  RoutingConfig cfg = make_config(RoutingMethod::kDeepSeekV3, 256, 8, 8, 4);
+  RoutingConfig cfg = routing_test_config(RoutingMethod::kDeepSeekV3, 256, 8, 8, 4);
   const int64_t tokens = 8192;
   DeviceArray<float> logits(normal_logits(tokens, 256, 11)), bias(random_bias(256, 12));
   DeviceArray<int32_t> ids(tokens * 8);
