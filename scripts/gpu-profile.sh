@@ -6,6 +6,7 @@
 #   OUT           where ncu-<n>.csv and profile.log go (default ./out)
 #   BUDGET_S      seconds for the whole script (default 400)
 #   NCU_ARGS      what ncu collects (default: see below)
+#   PROFILE_SET   stalls: preset rows and sections for the static GEMMs' warp stalls
 # ncu serialises kernels (no PDL overlap) and flushes caches before each one (cold L2, as the
 # benchmark), so the durations add up to more than the graph-timed layer: read them as shares.
 # Clocks are left alone (--clock-control none), as the device rules require.
@@ -36,6 +37,17 @@ DEFAULT_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1,8 --path static
  --then --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8 --path static
  --then --preset qwen3-30b-a3b --quant bf16 --tokens 2048 --path dynamic
  --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 8192 --path dynamic"
+# PROFILE_SET=stalls: where the static GEMM kernels' warps wait (the next question of
+# docs/perf-notes.md): one-token and 8-token rows, both GEMMs of the first forward of each row.
+STALL_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
+ --then --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8 --path static
+ --then --preset deepseek-v3 --quant fp8_block128 --tokens 8 --path static"
+STALL_NCU="--page details --section SpeedOfLight --section WarpStateStats --section SchedulerStats
+ --section Occupancy --section MemoryWorkloadAnalysis --kernel-name regex:static_gemm --launch-count 2"
+if [[ ${PROFILE_SET:-} == stalls ]]; then
+  PROFILE_ROWS=${PROFILE_ROWS:-$STALL_ROWS}
+  NCU_ARGS=${NCU_ARGS:-$STALL_NCU}
+fi
 ROWS=${PROFILE_ROWS:-$DEFAULT_ROWS}
 # What ncu collects: by default durations, DRAM bytes and grids (bench/ncu_table.py reads them);
 # e.g. NCU_ARGS="--page details --section WarpStateStats --kernel-name regex:static_gemm
