@@ -48,6 +48,8 @@ struct Workspace {
   uint32_t* h_amax = nullptr;   // [grid]    GEMM1 CTAs' |h| maxima
   uint16_t* xq = nullptr;       // [T, H]    fp8_block128: x codes (f16 bits), else empty
   float* xs = nullptr;          // [T, ceil(H / 128)] their scales
+  uint16_t* hq = nullptr;       // [rows, I] fp8_block128: h codes for GEMM2, else empty
+  float* hs = nullptr;          // [rows, ceil(I / 128)] their scales
   float* h = nullptr;           // [rows, I] GEMM1 output
   float* y32 = nullptr;         // [rows, H] GEMM2 output for the fused combine
   float* partials = nullptr;    // [grid][2][8 warps][4][32] float4
@@ -77,6 +79,8 @@ Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
   if (static_format(d.quant) == StaticFormat::kFP8Block128) {
     w.xq = reinterpret_cast<uint16_t*>(take(sizeof(uint16_t) * d.max_tokens * d.hidden));
     w.xs = reinterpret_cast<float*>(take(sizeof(float) * d.max_tokens * ((d.hidden + 127) / 128)));
+    w.hq = reinterpret_cast<uint16_t*>(take(sizeof(uint16_t) * rows * d.intermediate));
+    w.hs = reinterpret_cast<float*>(take(sizeof(float) * rows * ((d.intermediate + 127) / 128)));
   }
   w.h = reinterpret_cast<float*>(take(sizeof(float) * rows * d.intermediate));
   w.y32 = reinterpret_cast<float*>(take(sizeof(float) * rows * d.hidden));
@@ -285,6 +289,22 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2.top_k = d.top_k;
   l.gemm2.num_shared = d.num_shared;
   l.gemm2.column_counters = w.counters + w.unit_counters;
+  // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs
+  // instead of at every GEMM2 unit; below, the extra launch would cost more than it saves.
+  constexpr int64_t kHQuantMinRows = 64;
+  const int64_t rows_used = a.tokens * (d.top_k + d.num_shared);
+  if (w.hq != nullptr && rows_used >= kHQuantMinRows) {
+    l.hquant = true;
+    l.hquant_rows = rows_used;
+    l.hq.group_offsets = a.plan.group_offsets;
+    l.hq.num_groups = d.num_groups;
+    l.hq.h = w.h;
+    l.hq.inter = d.intermediate;
+    l.hq.hq = w.hq;
+    l.hq.hs = w.hs;
+    l.gemm2.hq = w.hq;
+    l.gemm2.hs = w.hs;
+  }
   dispatch(f, [&](auto fc) { sm::static_launch_gemms<decltype(fc)::value>(l, stream); });
 }
 

@@ -76,6 +76,7 @@ void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
   const int grid = static_grid<F>();
   l.gemm2.amax_in_count = grid;
   static_launch_one(static_gemm_kernel<F, false>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm1);
+  if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
   static_launch_one(static_gemm_kernel<F, true>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm2);
 }
 

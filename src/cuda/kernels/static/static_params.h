@@ -56,6 +56,8 @@ struct StaticGemmParams {
   const float* xs = nullptr;           //   (StaticPlanParams::xq, xs)
   const int32_t* row_token = nullptr;  // [rows] (GEMM1)
   const float* h = nullptr;            // [rows, K] fp32 (GEMM2)
+  const uint16_t* hq = nullptr;        // fp8_block128 GEMM2, when set: h quantized once
+  const float* hs = nullptr;           //   (StaticHQuant::hq, hs)
   const uint32_t* amax_in = nullptr;   // fp8_per_tensor: |src| maxima of the previous kernel
   int amax_in_count = 0;
 

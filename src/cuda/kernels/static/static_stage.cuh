@@ -106,17 +106,19 @@ constexpr bool static_gemm1_copies() {
   return F != StaticFormat::kFP8PerTensor;
 }
 
-// GEMM1's staging as a copy (see static_gemm1_copies): k-blocks [w0, w1) of the task's rows,
-// each 128-column chunk by one half-warp, kBatch chunks in flight per half-warp so the L2
-// round trips (row -> token -> x) overlap instead of running one after another.
-template <StaticFormat F>
+// Staging as a copy: k-blocks [w0, w1) of the task's rows, each 128-column chunk by one
+// half-warp, kBatch chunks in flight per half-warp so the L2 round trips overlap instead of
+// running one after another. GEMM1 (see static_gemm1_copies) reads token rows of x (or the
+// planner's xq, xs); GEMM2 (fp8_block128 with p.hq) the task's own rows of hq, hs.
+template <StaticFormat F, bool kDown>
 __device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& task, int w0, int w1,
                                   uint8_t* sB, int row_stride, float* sXs) {
   constexpr bool kScales = F == StaticFormat::kFP8Block128;
   constexpr int kHalves = kStaticThreads / 16, kBatch = 4;
   const int c0 = w0 / 2, c1 = (w1 + 1) / 2, chunks = c1 - c0;
   const int half = threadIdx.x / 16, l = threadIdx.x % 16;
-  const uint16_t* src = kScales ? p.xq : p.x;
+  const uint16_t* src = kDown ? p.hq : (kScales ? p.xq : p.x);
+  const float* scales = kDown ? p.hs : p.xs;
   const int64_t kchunks = (p.k + 127) / 128;
   const int n = task.rows * chunks;
   for (int base = half; base < n; base += kHalves * kBatch) {
@@ -128,9 +130,9 @@ __device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& t
       if (it < n) {
         const int r = it / chunks, c = c0 + it % chunks;
         const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
-        const int64_t token = p.row_token[task.row_begin + r];
-        if (col < p.k) v[j] = __ldg(reinterpret_cast<const uint4*>(src + token * p.k + col));
-        if (kScales && l == 0) s[j] = __ldg(p.xs + token * kchunks + c);
+        const int64_t row = kDown ? task.row_begin + r : p.row_token[task.row_begin + r];
+        if (col < p.k) v[j] = __ldg(reinterpret_cast<const uint4*>(src + row * p.k + col));
+        if (kScales && l == 0) s[j] = __ldg(scales + row * kchunks + c);
       }
     }
 #pragma unroll
@@ -148,14 +150,20 @@ __device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& t
   }
 }
 
-// The staging of a unit's window: a copy for GEMM1 where static_gemm1_copies, else quantized
-// while staged.
+// The staging of a unit's window: a copy for GEMM1 where static_gemm1_copies and for
+// fp8_block128's GEMM2 after the h quantization, else quantized while staged.
 template <StaticFormat F, bool kDown>
 __device__ __forceinline__ void static_stage(const StaticGemmParams& p, const StaticTask& task,
                                              int w0, int w1, uint8_t* sB, int row_stride,
                                              float* sXs, float act_scale) {
   if constexpr (!kDown && static_gemm1_copies<F>()) {
-    static_stage_copy<F>(p, task, w0, w1, sB, row_stride, sXs);
+    static_stage_copy<F, false>(p, task, w0, w1, sB, row_stride, sXs);
+  } else if constexpr (kDown && F == StaticFormat::kFP8Block128) {
+    if (p.hq != nullptr) {  // uniform: the launcher ran the h quantization
+      static_stage_copy<F, true>(p, task, w0, w1, sB, row_stride, sXs);
+    } else {
+      static_stage_window<F, kDown>(p, task, w0, w1, sB, row_stride, sXs, act_scale);
+    }
   } else {
     static_stage_window<F, kDown>(p, task, w0, w1, sB, row_stride, sXs, act_scale);
   }
