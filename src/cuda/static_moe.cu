@@ -3,6 +3,7 @@
 #include "cuda/static_moe.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "cuda/kernels/static/static_launch.h"
@@ -21,6 +22,15 @@ namespace {
 constexpr size_t kAlign = 256;
 size_t align_up(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
+}
+
+// Diagnostic switches, read at every launch (so at capture for a graph); docs/static_moe.md.
+// SERVEKIT_DIAG_STATIC_STOP: 1 = return before the planner, 2 = after it, 3 = after GEMM1:
+// the layer's output is then garbage, the time is the prefix's (timing attribution only).
+// SERVEKIT_DIAG_STATIC_CTAS_PER_SM: GEMM CTAs per SM below the resident maximum.
+int diag_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : 0;
 }
 
 int64_t w13_rows(const StaticMoEDesc& d) {
@@ -225,6 +235,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
 
+  const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP");
+  if (diag_stop == 1) return;
   // Planner: one CTA for the tasks; for fp8_per_tensor as many as the input needs for its amax.
   sm::StaticPlanParams pp;
   pp.group_offsets = a.plan.group_offsets;
@@ -256,6 +268,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     cfg.numAttrs = a.pdl ? 1 : 0;
     SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sm::static_plan_kernel, pp));
   }
+  if (diag_stop == 2) return;
 
   const sm::StaticMatrixGeometry g13 =
       sm::static_geometry(f, w13_rows(d), d.hidden, activation_is_gated(d.activation));
@@ -305,6 +318,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm2.hq = w.hq;
     l.gemm2.hs = w.hs;
   }
+  l.stop_after_gemm1 = diag_stop == 3;
+  l.ctas_per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
   dispatch(f, [&](auto fc) { sm::static_launch_gemms<decltype(fc)::value>(l, stream); });
 }
 

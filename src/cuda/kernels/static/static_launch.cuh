@@ -73,9 +73,12 @@ void static_launch_one(Kernel kernel, int grid, int smem, bool pdl, cudaStream_t
 
 template <StaticFormat F>
 void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
-  const int grid = static_grid<F>();
+  int grid = static_grid<F>();
+  if (l.ctas_per_sm > 0 && l.ctas_per_sm < kStaticMaxCtasPerSm)
+    grid = grid / kStaticMaxCtasPerSm * l.ctas_per_sm;
   l.gemm2.amax_in_count = grid;
   static_launch_one(static_gemm_kernel<F, false>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm1);
+  if (l.stop_after_gemm1) return;
   if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
   static_launch_one(static_gemm_kernel<F, true>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm2);
 }
