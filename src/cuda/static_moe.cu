@@ -255,6 +255,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     pp.xq = w.xq;
     pp.xs = w.xs;
     plan_grid = static_cast<int>(std::clamp<int64_t>(x_elems / (16 * 1024), 1, sms));
+    // fp8_block128: one more CTA, so the task list (CTA 0) and x's quantization run side by side.
+    if (!per_tensor) plan_grid = std::min(plan_grid, sms - 1) + 1;
   }
   {
     cudaLaunchConfig_t cfg{};

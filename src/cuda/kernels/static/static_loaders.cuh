@@ -114,7 +114,8 @@ struct Int4Loader {
 #pragma unroll
     for (int s = 0; s < 4; ++s)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) a[s][q] = hsub2_bf16(static_int4_unpack(w[s], q), k136);
+      for (int q = 0; q < 4; ++q)  // static_int4_unpack, one LOP3 after the shift
+        a[s][q] = hsub2_bf16(and_or<0x000F000Fu, 0x43004300u>(w[s] >> (4 * q)), k136);
   }
   // Scale of row r (0: g, 1: g + 8) for half h of the k-block.
   __device__ __forceinline__ static float row_scale(const Scale& sc, int r, int h) {

@@ -49,15 +49,18 @@ __global__ void __launch_bounds__(kStaticPlanThreads) static_plan_kernel(const S
     if (threadIdx.x == 0) *p.num_tasks = carry < p.task_capacity ? carry : p.task_capacity;
   }
 
-  if (p.xq != nullptr) {  // fp8_block128: each half-warp quantizes 128-column chunks of x rows
+  // fp8_block128: each half-warp quantizes 128-column chunks of x rows; with more than one CTA,
+  // CTA 0 builds the task list while the others quantize.
+  const int q_first = p.xq != nullptr && gridDim.x > 1 ? 1 : 0;
+  if (p.xq != nullptr && static_cast<int>(blockIdx.x) >= q_first) {
     const int64_t kchunks = (p.hidden + 127) / 128;
     const int64_t chunks = p.x_elems / p.hidden * kchunks;
     const int l = threadIdx.x % 16;
     const unsigned half_mask = 0xFFFFu << (16 * ((threadIdx.x / 16) & 1));
     constexpr int kHalves = kStaticPlanThreads / 16;
     // Whole half-warps iterate together (the bound is per half-warp), as the shuffle needs.
-    for (int64_t i = blockIdx.x * int64_t{kHalves} + threadIdx.x / 16; i < chunks;
-         i += gridDim.x * int64_t{kHalves}) {
+    for (int64_t i = (blockIdx.x - q_first) * int64_t{kHalves} + threadIdx.x / 16; i < chunks;
+         i += (gridDim.x - q_first) * int64_t{kHalves}) {
       const int64_t t = i / kchunks, c = i % kchunks, col = c * 128 + l * 8;
       const bool in = col < p.hidden;
       float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
