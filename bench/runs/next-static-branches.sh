@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Prepared for the next device call (not yet run): the static-path branches left by the third
+# session of 2026-11-30, against main, in one call on one GPU.
+#   wip/issue-pred   k-loop refills as predicated loads, scale address from a per-lane base
+#   wip/int4-sums2   wip/issue-pred + int4 g64/g128 bias fold in both GEMMs (planner xsum,
+#                    GEMM1-epilogue hsum): no HSUB2 left in the int4 k-loops
+# Prepare here (untracked folders travel with the tree; the device's .git is stale):
+#   for b in main wip/issue-pred wip/int4-sums2; do d=ab-${b##*/}; rm -rf $d; mkdir $d;
+#     git archive $b | tar -x -C $d; done
+# Run (carry [".deps"]): bash bench/runs/next-static-branches.sh
+# Then merge a branch only if its static GPU tests pass and its rows are faster than main's.
+# Everything lands in OUT/branches.tgz plus OUT/summary.txt (the device returns at most 8 files).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH=/usr/local/cuda/bin:$PATH
+OUT=${OUT:-$PWD/out}
+TREES=${TREES:-"ab-main ab-issue-pred ab-int4-sums2"}
+W=$(mktemp -d)
+START=$(date +%s)
+finish() {
+  tar -czf "$OUT/branches.tgz" -C "$W" . 2>/dev/null
+  cp "$W/summary.txt" "$OUT/summary.txt" 2>/dev/null
+}
+trap finish EXIT
+mkdir -p "$OUT"
+say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/summary.txt"; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$W/gpu.txt"
+n=$(echo $TREES | wc -w)
+for d in $TREES; do
+  ln -sfn "$PWD/.deps" "$d/.deps"
+  (cd "$d" && env JOBS=$(($(nproc) / n)) BUILD_DIR=build SERVEKIT_WERROR=OFF scripts/build.sh \
+    >"$W/build-$d.log" 2>&1; echo "rc=$?" >>"$W/build-$d.log") &
+done
+wait
+for d in $TREES; do say "build $d $(tail -n 1 "$W/build-$d.log")"; done
+for d in $TREES; do
+  [[ $d == ab-main ]] && continue
+  timeout 90 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*' >"$W/tests-$d.log" 2>&1
+  say "static tests $d rc=$? $(grep -E 'PASSED|FAILED' "$W/tests-$d.log" | tr '\n' ' ')"
+done
+GROUPS_=("--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path static"
+  "--preset kimi-k2 --quant int4_w4a16 --tokens 8 --routing uniform --path static"
+  "--preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8 --routing uniform --path static"
+  "--preset qwen3-235b-a22b --quant bf16 --tokens 1,8 --routing uniform --path static")
+for gi in "${!GROUPS_[@]}"; do
+  for d in $TREES; do
+    # shellcheck disable=SC2086
+    timeout 120 "$d/build/servekit" bench moe ${GROUPS_[$gi]} --peer off --check-tokens 1 \
+      --commit "$d" --out "$W/g$gi-$d.json" >"$W/g$gi-$d.log" 2>&1
+    say "group $gi $d rc=$?"
+  done
+done
+python3 - "$W" $TREES >>"$W/summary.txt" <<'PY'
+import json, glob, os, sys
+w, trees = sys.argv[1], sys.argv[2:]
+rows = {}
+for f in sorted(glob.glob(f"{w}/g*-*.json")):
+    tree = os.path.basename(f).split("-", 1)[1][:-5]
+    for r in json.load(open(f))["rows"]:
+        rows.setdefault((r["preset"], r["quant"], r["tokens"]), {})[tree] = (r["us"], r["ratio"], r["status"])
+print("us / time over floor per tree")
+for k, v in rows.items():
+    print(" ", *k, " ".join(f"{t}={v[t][0]:.1f}/{v[t][1]:.2f}{'' if v[t][2] == 'ok' else '!' + v[t][2]}"
+                            for t in trees if t in v))
+PY
+cat "$W/summary.txt"
