@@ -4,17 +4,21 @@
 #   wip/issue-pred   k-loop refills as predicated loads, scale address from a per-lane base
 #   wip/int4-sums2   wip/issue-pred + int4 g64/g128 bias fold in both GEMMs (planner xsum,
 #                    GEMM1-epilogue hsum): no HSUB2 left in the int4 k-loops
+#   wip/fused-tasks  the one-CTA route + plan launch builds the static task list (no planner
+#                    launch for bf16 / int4 / e2m1 at <= 32 tokens); its GPU test is
+#                    RoutePlanCuda.OneCtaBuildsTheStaticTaskList, run below with the static ones
 # Prepare here (untracked folders travel with the tree; the device's .git is stale):
-#   for b in main wip/issue-pred wip/int4-sums2; do d=ab-${b##*/}; rm -rf $d; mkdir $d;
+#   for b in main wip/issue-pred wip/int4-sums2 wip/fused-tasks; do d=ab-${b##*/}; rm -rf $d; mkdir $d;
 #     git archive $b | tar -x -C $d; done
 # Run (carry [".deps"]): bash bench/runs/next-static-branches.sh
 # Then merge a branch only if its static GPU tests pass and its rows are faster than main's.
+# Expected ~8 minutes (4 builds in parallel ~2.5, tests ~2.5, rows ~3): timeout_s 600.
 # Everything lands in OUT/branches.tgz plus OUT/summary.txt (the device returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH=/usr/local/cuda/bin:$PATH
 OUT=${OUT:-$PWD/out}
-TREES=${TREES:-"ab-main ab-issue-pred ab-int4-sums2"}
+TREES=${TREES:-"ab-main ab-issue-pred ab-int4-sums2 ab-fused-tasks"}
 W=$(mktemp -d)
 START=$(date +%s)
 finish() {
@@ -35,11 +39,10 @@ wait
 for d in $TREES; do say "build $d $(tail -n 1 "$W/build-$d.log")"; done
 for d in $TREES; do
   [[ $d == ab-main ]] && continue
-  timeout 90 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*' >"$W/tests-$d.log" 2>&1
+  timeout 90 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*:RoutePlanCuda.*' >"$W/tests-$d.log" 2>&1
   say "static tests $d rc=$? $(grep -E 'PASSED|FAILED' "$W/tests-$d.log" | tr '\n' ' ')"
 done
 GROUPS_=("--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path static"
-  "--preset kimi-k2 --quant int4_w4a16 --tokens 8 --routing uniform --path static"
   "--preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8 --routing uniform --path static"
   "--preset qwen3-235b-a22b --quant bf16 --tokens 1,8 --routing uniform --path static")
 for gi in "${!GROUPS_[@]}"; do
