@@ -16,7 +16,8 @@ namespace servekit::tune {
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 64, true,
-       "static 682.1 us vs dynamic 730.8 us at T=8; 1583.9 vs 1539.9 at T=32"},
+       "static 670.4 us vs dynamic 726.2 us at T=8; at T=32 1546.0 vs 1553.8 uniform but "
+       "1283.3 vs 1186.2 skewed (issue4-s3.json)"},
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 8, true,
        "static 243.3 us (issues-final.json) vs dynamic 315.6 us (issue3-dynamic.json) at T=1; "
        "3397.0 vs 2574.7 at T=32"},
