@@ -258,18 +258,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     // fp8_block128: one more CTA, so the task list (CTA 0) and x's quantization run side by side.
     if (!per_tensor) plan_grid = std::min(plan_grid, sms - 1) + 1;
   }
-  {
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(static_cast<unsigned>(plan_grid));
-    cfg.blockDim = dim3(sm::kStaticPlanThreads);
-    cfg.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = a.pdl ? 1 : 0;
-    SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, sm::static_plan_kernel, pp));
-  }
+  sm::static_launch_pdl(sm::static_plan_kernel, plan_grid, sm::kStaticPlanThreads, 0, a.pdl, stream,
+                        pp);
   if (diag_stop == 2) return;
 
   const sm::StaticMatrixGeometry g13 =

@@ -55,32 +55,18 @@ int static_grid() {
   return grid;
 }
 
-template <typename Kernel>
-void static_launch_one(Kernel kernel, int grid, int smem, bool pdl, cudaStream_t stream,
-                       const StaticGemmParams& p) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(kStaticThreads);
-  cfg.dynamicSmemBytes = static_cast<size_t>(smem);
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, p));
-}
-
 template <StaticFormat F>
 void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
   int grid = static_grid<F>();
   if (l.ctas_per_sm > 0 && l.ctas_per_sm < kStaticMaxCtasPerSm)
     grid = grid / kStaticMaxCtasPerSm * l.ctas_per_sm;
   l.gemm2.amax_in_count = grid;
-  static_launch_one(static_gemm_kernel<F, false>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm1);
+  static_launch_pdl(static_gemm_kernel<F, false>, grid, kStaticThreads, kStaticSmemBytes, l.pdl,
+                    stream, l.gemm1);
   if (l.stop_after_gemm1) return;
   if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
-  static_launch_one(static_gemm_kernel<F, true>, grid, kStaticSmemBytes, l.pdl, stream, l.gemm2);
+  static_launch_pdl(static_gemm_kernel<F, true>, grid, kStaticThreads, kStaticSmemBytes, l.pdl,
+                    stream, l.gemm2);
 }
 
 }  // namespace servekit::cuda::static_moe
