@@ -11,23 +11,28 @@
 namespace servekit::cuda::static_moe {
 
 // Weights are read once per call: 16-byte loads that skip L1 (no reuse there) but keep L2's
-// default policy, so a skewed expert's second task may still hit L2.
-__device__ __forceinline__ uint4 ldg_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
+// default policy, so a skewed expert's second task may still hit L2. All weight and scale loads
+// are predicated (PTX @p): nothing is read and v keeps its value when pred is false, so the k-loop
+// issues its refills as straight-line code instead of branching around them (a branch costs BSSY /
+// BRA / BSYNC per k-block and stops the scheduler mixing the address arithmetic with the decode).
+__device__ __forceinline__ void ldg_stream_if(uint4& v, const void* p, bool pred) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %5, 0;\n\t"
+      "@q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "l"(p), "r"(static_cast<int>(pred)));
 }
-__device__ __forceinline__ uint32_t ldg_u32(const void* p) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
+__device__ __forceinline__ void ldg_u32_if(uint32_t& v, const void* p, bool pred) {
+  asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q ld.global.nc.u32 %0, [%1];\n\t}"
+               : "+r"(v)
+               : "l"(p), "r"(static_cast<int>(pred)));
 }
-__device__ __forceinline__ uint2 ldg_u64(const void* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
+__device__ __forceinline__ void ldg_u64_if(uint2& v, const void* p, bool pred) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %3, 0;\n\t"
+      "@q ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
+      : "+r"(v.x), "+r"(v.y)
+      : "l"(p), "r"(static_cast<int>(pred)));
 }
 
 __device__ __forceinline__ uint4 lds128(const void* p) {

@@ -25,8 +25,8 @@ namespace servekit::cuda::static_moe {
 struct StaticTileRef {
   const uint8_t* codes = nullptr;  // lane's first 16 bytes of the tile's k-block 0
   int32_t kb_stride = 0;           // bytes from one k-block of the tile to the next
-  int32_t scales = 0;              // the tile's scales at codes + scales (matrices < 2 GiB)
-  bool live = false;               // the tile exists and its expert is loaded
+  int32_t scales = 0;  // the lane's scales of k-block 0 at codes + scales (matrices < 2 GiB)
+  bool live = false;   // the tile exists and its expert is loaded
 };
 
 // Units are numbered column-group-major: unit u is task u % ntasks, column group u / ntasks.
@@ -56,19 +56,26 @@ __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams&
     const int64_t first = static_code_block_offset(F, p.tiles, p.kblocks, tile, 0);
     r.codes = base + first + lane * 16;
     r.kb_stride = static_cast<int32_t>(static_group_tiles(p.tiles, tile / kStaticWarps) * kBlk);
-    r.scales = static_cast<int32_t>(p.code_bytes + tile * p.tile_scale_bytes - first - lane * 16);
+    r.scales = static_cast<int32_t>(p.code_bytes + tile * p.tile_scale_bytes - first - lane * 16 +
+                                    static_lane_scale_offset(F, 0, lane >> 2, lane & 3));
   }
   return r;
 }
 
+// Loads k-block kb of the tile (codes and the lane's scales) into a ring slot when pred; the
+// lane's scale address is the k-block-0 one plus whole scale blocks (static_layout.h).
 template <StaticFormat F>
 __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoads],
                                              typename StaticLoader<F>::Scale& sc,
-                                             const StaticTileRef& ref, int kb, int g, int t) {
+                                             const StaticTileRef& ref, int kb, bool pred) {
   using L = StaticLoader<F>;
+  constexpr uint32_t kScaleKBlocks = static_scale_block_kblocks(F);
+  constexpr uint32_t kScaleBytes = static_scale_block_bytes(F);
+  const uint8_t* codes = ref.codes + kb * ref.kb_stride;
 #pragma unroll
-  for (int q = 0; q < L::kLoads; ++q) raw[q] = ldg_stream(ref.codes + kb * ref.kb_stride + q * 512);
-  sc = L::load_scale(ref.codes + ref.scales, kb, g, t);
+  for (int q = 0; q < L::kLoads; ++q) ldg_stream_if(raw[q], codes + q * 512, pred);
+  const uint32_t blk = static_cast<uint32_t>(kb) / kScaleKBlocks;
+  L::load_scale(ref.codes + (ref.scales + static_cast<int32_t>(blk * kScaleBytes)), sc, pred);
 }
 
 // acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles;
@@ -182,7 +189,7 @@ __device__ __forceinline__ void static_unit_kloop(
         static_mma_kblock<F, kNts>(ring[j], sring[j], bk + kbl * 128, s.row_off, 8 * s.row_stride,
                                    s.last_off, s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
       }
-      if (nref.live && nkb + j < nkb1) static_issue<F>(ring[j], sring[j], nref, nkb + j, s.g, s.t);
+      static_issue<F>(ring[j], sring[j], nref, nkb + j, nref.live && nkb + j < nkb1);
     }
     ref = nref;
   }
@@ -233,8 +240,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     const int kb1 = u_first == u_last ? last_kb1 : kblocks;
 #pragma unroll
     for (int j = 0; j < D; ++j)
-      if (ref.live && first_kb0 + j < kb1)
-        static_issue<F>(ring[j], sring[j], ref, first_kb0 + j, g, t);
+      static_issue<F>(ring[j], sring[j], ref, first_kb0 + j, ref.live && first_kb0 + j < kb1);
   }
   if constexpr (kDown) {
     pdl_wait();  // h and its maxima come from GEMM1

@@ -7,7 +7,8 @@
 //                  4.58 TB/s and ~1 us of loaded latency (35 KB per SM); as deep as 128
 //                  registers allow without spilling (int4 needs more for its group scales)
 //   kF16           the mma's 16-bit type: f16 (e4m3 codes, exact in f16) or bf16
-//   Scale          the per-lane scale registers of one k-block; load_scale() fetches them
+//   Scale          the per-lane scale registers of one k-block; load_scale(p, sc, pred) fetches
+//                  them from the lane's scale address p of the k-block (under pred)
 //   frags()        the 16 A registers (16-bit pairs) of the k-block, 4 per mma step
 //   kPromote       0: accumulate straight into the accumulators; 1 / 2: accumulate each
 //                  k-block (1) or each half k-block (2) apart and add it times row_scale()
@@ -32,7 +33,7 @@ struct StaticLoader<StaticFormat::kBF16> {
   static constexpr int kLoads = 4, kDepth = 2, kPromote = 0;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = NoScale;
-  __device__ __forceinline__ static Scale load_scale(const uint8_t*, int, int, int) { return {}; }
+  __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, bool) {}
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
 #pragma unroll
@@ -54,11 +55,8 @@ struct E2M1Loader {
   static constexpr int kLoads = 1, kDepth = 8, kPromote = 0;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint32_t;  // bytes [g: h0, h1][g+8: h0, h1]
-  __device__ __forceinline__ static Scale load_scale(const uint8_t* tile_scales, int kb, int g,
-                                                     int t) {
-    return ldg_u32(tile_scales +
-                   static_lane_scale_offset(
-                       kMul == kMXFoldMul ? StaticFormat::kMXFP4 : StaticFormat::kNVFP4, kb, g, t));
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
+    ldg_u32_if(sc, p, pred);
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale& sc,
                                                uint32_t (&a)[4][4]) {
@@ -98,13 +96,11 @@ struct Int4Loader {
   static constexpr int kPromote = F == StaticFormat::kInt4G32 ? 2 : 1;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint2;  // bf16: g32 [g: h0, h1][g+8: h0, h1]; g64 / g128 [g][g+8] in .x
-  __device__ __forceinline__ static Scale load_scale(const uint8_t* tile_scales, int kb, int g,
-                                                     int t) {
-    const uint8_t* p = tile_scales + static_lane_scale_offset(F, kb, g, t);
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
     if constexpr (F == StaticFormat::kInt4G32) {
-      return ldg_u64(p);
+      ldg_u64_if(sc, p, pred);
     } else {
-      return make_uint2(ldg_u32(p), 0u);
+      ldg_u32_if(sc.x, p, pred);
     }
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
@@ -146,13 +142,13 @@ struct Fp8Loader {
   static constexpr bool kF16 = true;
   static constexpr bool kActScales = F == StaticFormat::kFP8Block128;
   using Scale = float2;  // block128: weight scales of tile rows 0..7 and 8..15; else unused
-  __device__ __forceinline__ static Scale load_scale(const uint8_t* tile_scales, int kb, int g,
-                                                     int t) {
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
     if constexpr (F == StaticFormat::kFP8Block128) {
-      const uint2 v = ldg_u64(tile_scales + static_lane_scale_offset(F, kb, g, t));
-      return make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
+      uint2 v = make_uint2(__float_as_uint(sc.x), __float_as_uint(sc.y));
+      ldg_u64_if(v, p, pred);
+      sc = make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
     } else {
-      return make_float2(1.0f, 1.0f);
+      sc = make_float2(1.0f, 1.0f);
     }
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
