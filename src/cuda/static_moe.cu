@@ -209,6 +209,25 @@ int static_gemm_grid(const StaticMoEDesc& d) {
   return grid;
 }
 
+// The planner is needed for more than the tasks: fp8_per_tensor's input amax, fp8_block128's
+// input quantization.
+static bool planner_does_more(StaticFormat f) {
+  return f == StaticFormat::kFP8PerTensor || f == StaticFormat::kFP8Block128;
+}
+
+static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace) {
+  validate_static_desc(d);
+  SERVEKIT_CHECK(workspace != nullptr, "static moe: workspace is null");
+  static_moe::StaticTaskBuild b;
+  if (planner_does_more(static_format(d.quant))) return b;
+  const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sm_count());
+  b.tasks = w.tasks;
+  b.num_tasks = w.num_tasks;
+  b.capacity =
+      static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+  return b;
+}
+
 void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStream_t stream) {
   validate_static_desc(d);
   SERVEKIT_CHECK(a.tokens >= 1 && a.tokens <= d.max_tokens, "static moe: tokens=", a.tokens,
@@ -234,6 +253,10 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
+  SERVEKIT_CHECK(!a.tasks_built || !planner_does_more(f),
+                 "static moe: tasks_built is only for formats whose planner builds nothing else "
+                 "(static_task_build returns no buffers for ",
+                 quant_name(d.quant.method), ")");
 
   const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP");
   if (diag_stop == 1) return;
@@ -258,7 +281,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     // fp8_block128: one more CTA, so the task list (CTA 0) and x's quantization run side by side.
     if (!per_tensor) plan_grid = std::min(plan_grid, sms - 1) + 1;
   }
-  {
+  if (!a.tasks_built) {  // else the route + plan launch built the tasks and nothing else is needed
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(static_cast<unsigned>(plan_grid));
     cfg.blockDim = dim3(sm::kStaticPlanThreads);
