@@ -209,18 +209,19 @@ int static_gemm_grid(const StaticMoEDesc& d) {
   return grid;
 }
 
-// The planner is needed for more than the tasks: fp8_per_tensor's input amax, fp8_block128's
-// input quantization.
-static bool planner_does_more(StaticFormat f) {
-  return f == StaticFormat::kFP8PerTensor || f == StaticFormat::kFP8Block128;
+// Whether the planner has work besides the task list: fp8_per_tensor's input amax, or an input
+// transform the workspace holds a buffer for (fp8_block128's quantized x). The one place that
+// says so: the planner's launch below and static_task_build both ask it.
+static bool planner_does_more(const Workspace& w, StaticFormat f) {
+  return f == StaticFormat::kFP8PerTensor || w.xq != nullptr;
 }
 
 static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace) {
   validate_static_desc(d);
   SERVEKIT_CHECK(workspace != nullptr, "static moe: workspace is null");
   static_moe::StaticTaskBuild b;
-  if (planner_does_more(static_format(d.quant))) return b;
   const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sm_count());
+  if (planner_does_more(w, static_format(d.quant))) return b;
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
   b.capacity =
@@ -253,7 +254,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
-  SERVEKIT_CHECK(!a.tasks_built || !planner_does_more(f),
+  SERVEKIT_CHECK(!a.tasks_built || !planner_does_more(w, f),
                  "static moe: tasks_built is only for formats whose planner builds nothing else "
                  "(static_task_build returns no buffers for ",
                  quant_name(d.quant.method), ")");
@@ -270,7 +271,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
       static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
   const int64_t x_elems = a.tokens * d.hidden;
   int plan_grid = 1;
-  if (per_tensor || w.xq != nullptr) {
+  if (planner_does_more(w, f)) {
     pp.x = static_cast<const uint16_t*>(a.hidden);
     pp.x_elems = x_elems;
     pp.hidden = d.hidden;
