@@ -322,6 +322,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   DeviceScope scope(device_);
   const int64_t tokens = in.hidden.size(0);
+  const bool static_path = use_static(tokens);
+  bool tasks_built = false;
   const float* weights = nullptr;
   if (cfg_.routing.method == RoutingMethod::kPrecomputed) {
     weights = in.topk_weights.ptr<float>();
@@ -331,15 +333,20 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   } else {
     // Small batches route and plan in one single-CTA launch (moe_plan.h).
     const float* bias = in.correction_bias.defined() ? in.correction_bias.ptr<float>() : nullptr;
-    cuda::launch_route_and_plan(cfg_.routing, in.router_logits.data, in.router_logits.dtype, bias,
-                                tokens, ids_.get<int32_t>(), weights_.get<float>(),
-                                cfg_.experts.local_expert_offset, num_local_, num_shared_, plan_,
-                                stream);
+    // On the static path the same launch builds the static task list where the format allows
+    // (static_moe.h: static_task_build), which saves the planner's launch.
+    cuda::static_moe::StaticTaskBuild tb;
+    if (static_path) tb = cuda::static_task_build(static_desc_, static_ws_.get());
+    tasks_built = cuda::launch_route_and_plan(
+        cfg_.routing, in.router_logits.data, in.router_logits.dtype, bias, tokens,
+        ids_.get<int32_t>(), weights_.get<float>(), cfg_.experts.local_expert_offset, num_local_,
+        num_shared_, plan_, stream, cuda::PlanKernels::kAuto, tb.tasks ? &tb : nullptr);
     weights = weights_.get<float>();
   }
 
-  if (use_static(tokens)) {
+  if (static_path) {
     cuda::StaticMoEArgs a;
+    a.tasks_built = tasks_built;
     a.experts = static_table_.get<cuda::StaticExpertPtrs>();
     a.w13_bias = has_b13_.load() ? b13_.get<float>() : nullptr;
     a.w2_bias = has_b2_.load() ? b2_.get<float>() : nullptr;

@@ -12,6 +12,7 @@
 
 #include <cuda_runtime.h>
 
+#include "cuda/kernels/static/static_tasks.h"
 #include "servekit/routing.h"
 #include "servekit/tensor.h"
 
@@ -58,12 +59,15 @@ void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert
 
 // launch_route then launch_build_plan on its ids, with the same arguments and errors as those
 // two; for small batches (kAuto) routing and plan run in one single-CTA launch. ids [T, K] and
-// weights [T, K] are written as launch_route writes them.
-void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+// weights [T, K] are written as launch_route writes them. static_tasks (or null): where the
+// static path's task list of this plan goes; the single-CTA launch then builds it too, and
+// the function returns true (false: it did not, the static planner must).
+bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
                            const float* bias, int64_t tokens, int32_t* ids, float* weights,
                            int expert_offset, int local_experts, int num_shared,
                            const PlanBuffers& plan, cudaStream_t stream,
-                           PlanKernels kernels = PlanKernels::kAuto);
+                           PlanKernels kernels = PlanKernels::kAuto,
+                           const static_moe::StaticTaskBuild* static_tasks = nullptr);
 
 // out[t] = sum_k w[t,k] * (y[row(t,k)] + b2[g]) + sum_s (y[row(t,K+s)] + b2[E_local+s]), in
 // that order, in fp32, rounded once to bf16. y: [capacity, H] bf16 permuted GEMM2 output;

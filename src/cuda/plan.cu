@@ -156,10 +156,11 @@ void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert
   launch_multi_cta(p, plan.scratch, stream);
 }
 
-void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
+bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
                            const float* bias, int64_t tokens, int32_t* ids, float* weights,
                            int expert_offset, int local_experts, int num_shared,
-                           const PlanBuffers& plan, cudaStream_t stream, PlanKernels kernels) {
+                           const PlanBuffers& plan, cudaStream_t stream, PlanKernels kernels,
+                           const static_moe::StaticTaskBuild* static_tasks) {
   const routing::RouteParams r =
       routing::checked_route_params(cfg, logits, logits_dtype, bias, tokens, ids, weights);
   const permute::PlanParams p =
@@ -171,7 +172,13 @@ void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
     launch_route(cfg, logits, logits_dtype, bias, tokens, ids, weights, stream);
     launch_build_plan(ids, tokens, cfg.top_k, expert_offset, local_experts, num_shared, plan,
                       stream, kernels);
-    return;
+    return false;
+  }
+  static_moe::StaticTaskBuild tasks;
+  if (static_tasks != nullptr) {
+    SERVEKIT_CHECK(static_tasks->tasks && static_tasks->num_tasks && static_tasks->capacity >= 1,
+                   "route_and_plan: static_tasks needs tasks, num_tasks and a capacity >= 1");
+    tasks = *static_tasks;
   }
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
     using V = decltype(v);
@@ -180,12 +187,14 @@ void launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
     const size_t smem =
         static_cast<size_t>(std::min<int64_t>(tokens, OneCtaShape::kWarps)) * sizeof(WarpSmem);
     // Above 48 KiB of static + dynamic shared memory a kernel must opt in.
-    if (smem + sizeof(permute::OneCtaPlanSmem) > 48 * 1024) {
+    if (smem + sizeof(permute::OneCtaPlanSmem) + static_moe::kStaticTaskBuildSmemBytes >
+        48 * 1024) {
       SERVEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem)));
     }
-    launch_one_cta(kernel, smem, stream, r, p);
+    launch_one_cta(kernel, smem, stream, r, p, tasks);
   });
+  return tasks.tasks != nullptr;
 }
 
 }  // namespace servekit::cuda

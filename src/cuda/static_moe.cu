@@ -209,6 +209,26 @@ int static_gemm_grid(const StaticMoEDesc& d) {
   return grid;
 }
 
+// Whether the planner has work besides the task list: fp8_per_tensor's input amax, or an input
+// transform the workspace holds a buffer for (fp8_block128's quantized x). The one place that
+// says so: the planner's launch below and static_task_build both ask it.
+static bool planner_does_more(const Workspace& w, StaticFormat f) {
+  return f == StaticFormat::kFP8PerTensor || w.xq != nullptr;
+}
+
+static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace) {
+  validate_static_desc(d);
+  SERVEKIT_CHECK(workspace != nullptr, "static moe: workspace is null");
+  static_moe::StaticTaskBuild b;
+  const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sm_count());
+  if (planner_does_more(w, static_format(d.quant))) return b;
+  b.tasks = w.tasks;
+  b.num_tasks = w.num_tasks;
+  b.capacity =
+      static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+  return b;
+}
+
 void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStream_t stream) {
   validate_static_desc(d);
   SERVEKIT_CHECK(a.tokens >= 1 && a.tokens <= d.max_tokens, "static moe: tokens=", a.tokens,
@@ -234,6 +254,10 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
+  SERVEKIT_CHECK(!a.tasks_built || !planner_does_more(w, f),
+                 "static moe: tasks_built is only for formats whose planner builds nothing else "
+                 "(static_task_build returns no buffers for ",
+                 quant_name(d.quant.method), ")");
 
   const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP");
   if (diag_stop == 1) return;
@@ -247,7 +271,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
       static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
   const int64_t x_elems = a.tokens * d.hidden;
   int plan_grid = 1;
-  if (per_tensor || w.xq != nullptr) {
+  if (planner_does_more(w, f)) {
     pp.x = static_cast<const uint16_t*>(a.hidden);
     pp.x_elems = x_elems;
     pp.hidden = d.hidden;
@@ -258,8 +282,9 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     // fp8_block128: one more CTA, so the task list (CTA 0) and x's quantization run side by side.
     if (!per_tensor) plan_grid = std::min(plan_grid, sms - 1) + 1;
   }
-  sm::static_launch_pdl(sm::static_plan_kernel, plan_grid, sm::kStaticPlanThreads, 0, a.pdl, stream,
-                        pp);
+  if (!a.tasks_built)  // else the route + plan launch built the tasks and nothing else is needed
+    sm::static_launch_pdl(sm::static_plan_kernel, plan_grid, sm::kStaticPlanThreads, 0, a.pdl,
+                          stream, pp);
   if (diag_stop == 2) return;
 
   const sm::StaticMatrixGeometry g13 =

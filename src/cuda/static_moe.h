@@ -6,7 +6,9 @@
 //   once:      pack_static_matrix() per expert (static_pack.h), copy the bytes to the device,
 //              fill a device StaticExpertPtrs table [G]; allocate static_workspace_bytes() and
 //              static_workspace_init() it.
-//   per call:  launch_route + launch_build_plan (moe_plan.h), then launch_static_moe(). With
+//   per call:  launch_route + launch_build_plan (moe_plan.h), or launch_route_and_plan with
+//              static_task_build() (the task list built in the same launch), then
+//              launch_static_moe(). With
 //              args.out set the combine is fused (out = the layer output); with args.y set instead,
 //              y is the permuted GEMM2 output and launch_combine() finishes the layer.
 // Determinism: no float atomics. A unit split between CTAs is summed in CTA order; the fused
@@ -59,7 +61,15 @@ struct StaticMoEArgs {
   void* y = nullptr;    // device [T * (K + S), H] bf16: permuted GEMM2 output, when out is null
   void* workspace = nullptr;  // static_workspace_bytes(), initialised
   bool pdl = true;            // programmatic dependent launch between the kernels
+  // The task list of this plan is in the workspace already: launch_route_and_plan built it
+  // into static_task_build(d, workspace) and returned true. Then no planner is launched.
+  bool tasks_built = false;
 };
+
+// Where launch_route_and_plan may build the task list of the static path (in the workspace), or
+// tasks == nullptr when the format needs the planner anyway (the fp8 formats: x's amax or its
+// quantization), so nothing is saved by building the tasks early.
+static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace);
 
 // Runs the planner and both GEMMs. Throws servekit::Error for a bad argument (null pointer,
 // tokens outside 1..max_tokens, neither or both of out / y).

@@ -14,6 +14,7 @@
 
 #include "cuda/device_array.h"
 #include "cuda/gpu_test_util.h"
+#include "cuda/kernels/static/static_tasks.h"
 #include "cuda/moe_plan.h"
 #include "cuda/routing_test_util.h"
 
@@ -267,6 +268,93 @@ TEST(RoutePlanCuda, OneCtaLaunchIsGraphCapturable) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// The static path's task list built at the end of the one-CTA launch (static_tasks set) equals
+// the serial planner's on the same plan, slot for slot; tasks past the count stay poisoned. The
+// multi-CTA path builds nothing and says so. Sizes: decode, a full warp per token, skewed rows.
+TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
+  SERVEKIT_REQUIRE_GPU();
+  struct Case {
+    RoutingMethod method;
+    int experts, top_k, n_group, topk_group;
+    int64_t tokens;
+    Layout layout;
+    bool skew;
+  };
+  const Case cases[] = {
+      {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 1, {0, 256, 1}, false},
+      {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 32, {0, 256, 1}, true},
+      {RoutingMethod::kSoftmaxTopK, 128, 8, 1, 1, 8, {0, 128, 0}, false},
+      {RoutingMethod::kSoftmaxTopK, 384, 8, 1, 1, 19, {96, 96, 2}, true},
+  };
+  uint32_t seed = 500;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::Message() << routing_name(c.method) << " E=" << c.experts
+                                      << " T=" << c.tokens << " skew=" << c.skew);
+    const RoutingConfig cfg =
+        routing_test_config(c.method, c.experts, c.top_k, c.n_group, c.topk_group);
+    std::vector<float> logits = normal_values(c.tokens * c.experts, 2.0f, ++seed);
+    if (c.skew)  // every token's favourite: expert 100 (local in every layout above)
+      for (int64_t t = 0; t < c.tokens; ++t) logits[t * c.experts + 100] = 20.0f;
+    const std::vector<float> bias = routing_uses_bias(c.method)
+                                        ? normal_values(c.experts, 0.05f, ++seed)
+                                        : std::vector<float>{};
+    const Layout& l = c.layout;
+    const int groups = l.local + l.shared;
+    const int64_t capacity = cuda::plan_capacity_rows(c.tokens, c.top_k, l.shared);
+    DeviceArray<float> d_logits(logits), d_bias(bias), weights(c.tokens * c.top_k);
+    DeviceArray<int32_t> ids(c.tokens * c.top_k), offsets(groups + 1), row_token(capacity),
+        row_group(capacity), slot_row(c.tokens * (c.top_k + l.shared)), num_tasks(1);
+    DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(c.tokens, c.top_k, groups));
+    const int task_capacity = static_cast<int>(groups + capacity / 32 + 1);
+    DeviceArray<cuda::static_moe::StaticTask> tasks(task_capacity);
+    cuda::PlanBuffers plan;
+    plan.num_groups = groups;
+    plan.group_offsets = offsets.get();
+    plan.row_token = row_token.get();
+    plan.row_group = row_group.get();
+    plan.token_slot_row = slot_row.get();
+    plan.scratch = scratch.get();
+    const cuda::static_moe::StaticTaskBuild build{tasks.get(), num_tasks.get(), task_capacity};
+    for (cuda::PlanKernels kernels : {cuda::PlanKernels::kOneCta, cuda::PlanKernels::kMultiCta}) {
+      tasks.poison(kPoison);
+      num_tasks.poison(kPoison);
+      const bool built = cuda::launch_route_and_plan(
+          cfg, d_logits.get(), DType::kF32, bias.empty() ? nullptr : d_bias.get(), c.tokens,
+          ids.get(), weights.get(), l.offset, l.local, l.shared, plan, nullptr, kernels, &build);
+      SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
+      const std::vector<cuda::static_moe::StaticTask> got = tasks.download();
+      if (kernels == cuda::PlanKernels::kMultiCta) {
+        EXPECT_FALSE(built);
+        std::vector<uint8_t> bytes(got.size() * sizeof(got[0]));
+        std::memcpy(bytes.data(), got.data(), bytes.size());
+        EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == kPoison; }))
+            << "the multi-CTA path wrote tasks";
+        continue;
+      }
+      ASSERT_TRUE(built);
+      const std::vector<int32_t> off = offsets.download();
+      std::vector<cuda::static_moe::StaticTask> want(task_capacity);
+      const int n = cuda::static_moe::static_plan_tasks_serial(off.data(), groups, want.data(),
+                                                               task_capacity);
+      ASSERT_LE(n, task_capacity);
+      ASSERT_EQ(num_tasks.download()[0], n);
+      ASSERT_GE(n, 1);
+      for (int i = 0; i < task_capacity; ++i) {
+        SCOPED_TRACE(::testing::Message() << "task " << i << " of " << n);
+        if (i < n) {
+          EXPECT_EQ(got[i].group, want[i].group);
+          EXPECT_EQ(got[i].row_begin, want[i].row_begin);
+          EXPECT_EQ(got[i].rows, want[i].rows);
+        } else {
+          uint8_t first = 0;
+          std::memcpy(&first, &got[i], 1);
+          EXPECT_EQ(first, kPoison) << "a task past the count was written";
+        }
+      }
+    }
+  }
 }
 
 TEST(RoutePlanCuda, NoTokens) {

@@ -16,6 +16,7 @@
 
 #include "cuda/kernels/permute/plan_kernels.cuh"
 #include "cuda/kernels/routing/route_kernel.cuh"
+#include "cuda/kernels/static/static_task_build.cuh"
 
 namespace servekit::cuda::permute {
 
@@ -119,11 +120,15 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads) plan_one_cta(const Plan
   one_cta_plan_build(s, p);
 }
 
-// Routing, then the plan of the ids it wrote. Dynamic shared memory: one RouteWarpSmem per
-// routing warp, min(T, 32) of them (r.ids == p.ids).
+// Routing, then the plan of the ids it wrote, then (tasks.tasks set) the static path's task list
+// of that plan, so the static path needs no planner launch. Dynamic shared memory: one
+// RouteWarpSmem per routing warp, min(T, 32) of them (r.ids == p.ids).
 template <typename LogitT, int kPerLane, RoutingMethod kMethod>
 __global__ void __launch_bounds__(OneCtaShape::kThreads)
-    route_and_plan_one_cta(const routing::RouteParams r, const PlanParams p) {
+    route_and_plan_one_cta(const routing::RouteParams r, const PlanParams p,
+                           const static_moe::StaticTaskBuild tasks) {
+  static_assert(OneCtaShape::kThreads == static_moe::kStaticTaskBuildThreads,
+                "one CTA builds both");
   using WarpSmem = routing::RouteWarpSmem<kPerLane, kMethod>;
   __shared__ OneCtaPlanSmem s;
   extern __shared__ int4 s_route[];  // (min(T, 32)) WarpSmem
@@ -136,6 +141,10 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
                                                     reinterpret_cast<WarpSmem*>(s_route)[warp]);
   __syncthreads();
   one_cta_plan_build(s, p);
+  if (tasks.tasks != nullptr) {
+    __syncthreads();  // group_offsets, written above by this CTA
+    static_moe::static_build_tasks(p.group_offsets, p.local_experts + p.num_shared, tasks);
+  }
 }
 
 }  // namespace servekit::cuda::permute

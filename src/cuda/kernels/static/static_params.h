@@ -22,7 +22,7 @@ enum class StaticAct : int32_t { kSwiGLU, kGeGLU, kSwiGLUOAI, kReLU2 };
 struct StaticPlanParams {
   const int32_t* group_offsets = nullptr;  // [G + 1]
   int num_groups = 0;
-  StaticTask* tasks = nullptr;  // [capacity]
+  StaticTask* tasks = nullptr;  // [capacity], or null: built already (static_task_build.cuh)
   int32_t* num_tasks = nullptr;
   int task_capacity = 0;
   const uint16_t* x = nullptr;     // [T, H] bf16, read when amax_slots or xq is set

@@ -1,53 +1,25 @@
-// The static path's planner: virtual-expert tasks from the plan's group offsets (CTA 0), and
+// The static path's planner: virtual-expert tasks from the plan's group offsets (CTA 0, unless
+// the one-CTA route + plan kernel built them already: StaticPlanParams::tasks null), and
 // for fp8_per_tensor the |x| maxima of the MoE input (every CTA one slice), for fp8_block128 x
 // quantized once per token (GEMM1 then stages a copy instead of quantizing the same rows again
-// for every unit). The task arithmetic
-// is static_tasks.h's, run per group in parallel with a CTA-wide scan; the order (by group, then
-// by row) equals static_plan_tasks_serial's.
+// for every unit). The task list: static_task_build.cuh.
 #pragma once
 
 #include "cuda/kernels/static/static_device.cuh"
 #include "cuda/kernels/static/static_params.h"
+#include "cuda/kernels/static/static_task_build.cuh"
 #include "cuda/kernels/static/static_tasks.h"
 
 namespace servekit::cuda::static_moe {
 
-constexpr int kStaticPlanThreads = 1024;
+constexpr int kStaticPlanThreads = kStaticTaskBuildThreads;
 
 __global__ void __launch_bounds__(kStaticPlanThreads) static_plan_kernel(const StaticPlanParams p) {
-  __shared__ int warp_sums[kStaticPlanThreads / 32];
-  __shared__ int carry;
   __shared__ uint32_t red[32];
   pdl_wait();  // the plan (and x) come from the previous kernels
   pdl_trigger();
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-
-  if (blockIdx.x == 0) {
-    if (threadIdx.x == 0) carry = 0;
-    __syncthreads();
-    for (int g0 = 0; g0 < p.num_groups; g0 += kStaticPlanThreads) {
-      const int g = g0 + threadIdx.x;
-      const int rows = g < p.num_groups ? p.group_offsets[g + 1] - p.group_offsets[g] : 0;
-      const int n = static_tasks_of_group(rows);
-      int incl = n;  // inclusive scan within the warp, then across warps
-      for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_up_sync(0xFFFFFFFFu, incl, o);
-        if (lane >= o) incl += v;
-      }
-      if (lane == 31) warp_sums[warp] = incl;
-      __syncthreads();
-      int before = carry;
-      for (int w = 0; w < warp; ++w) before += warp_sums[w];
-      const int first = before + incl - n;
-      for (int j = 0; j < n; ++j)
-        if (first + j < p.task_capacity)
-          p.tasks[first + j] = static_make_task(g, p.group_offsets[g], rows, j);
-      __syncthreads();
-      if (threadIdx.x == kStaticPlanThreads - 1) carry = first + n;
-      __syncthreads();
-    }
-    if (threadIdx.x == 0) *p.num_tasks = carry < p.task_capacity ? carry : p.task_capacity;
-  }
+  if (blockIdx.x == 0 && p.tasks != nullptr)
+    static_build_tasks(p.group_offsets, p.num_groups, {p.tasks, p.num_tasks, p.task_capacity});
 
   // fp8_block128: each half-warp quantizes 128-column chunks of x rows; with more than one CTA,
   // CTA 0 builds the task list while the others quantize.

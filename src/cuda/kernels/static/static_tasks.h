@@ -38,6 +38,14 @@ struct StaticTask {
   int32_t pad;
 };
 
+// Where a task list goes (device pointers; static_task_build.cuh builds it); tasks == nullptr:
+// nothing to build.
+struct StaticTaskBuild {
+  StaticTask* tasks = nullptr;  // [capacity]
+  int32_t* num_tasks = nullptr;
+  int capacity = 0;
+};
+
 // Tasks of a group with `rows` rows.
 SERVEKIT_HD int static_tasks_of_group(int rows) {
   return rows <= 0 ? 0 : (rows + kStaticTaskRows - 1) / kStaticTaskRows;
