@@ -1,20 +1,17 @@
 #!/usr/bin/env bash
-# Prepared for the next device call (not yet run): the static-path branches left by the third
-# session of 2026-11-30, against main, in one call on one GPU.
-#   wip/issue-pred   k-loop refills as predicated loads, scale address from a per-lane base
-#   wip/int4-sums2   wip/issue-pred + int4 g64/g128 bias fold in both GEMMs (planner xsum,
-#                    GEMM1-epilogue hsum): no HSUB2 left in the int4 k-loops
-#   wip/fused-tasks  the one-CTA route + plan launch builds the static task list (no planner
-#                    launch for bf16 / int4 / e2m1 at <= 32 tokens); its GPU test is
-#                    RoutePlanCuda.OneCtaBuildsTheStaticTaskList, run below with the static ones
+# A/B of source trees on one GPU in one device call: builds each tree (in parallel), runs the
+# static and route-plan GPU tests of every tree but ab-main, then the same bench rows on every
+# tree (--peer off), and prints us / time-over-floor side by side.
 # Prepare here (untracked folders travel with the tree; the device's .git is stale):
-#   for b in main wip/issue-pred wip/int4-sums2 wip/fused-tasks; do d=ab-${b##*/}; rm -rf $d; mkdir $d;
-#     git archive $b | tar -x -C $d; done
-# Run (carry [".deps"]): bash bench/runs/next-static-branches.sh
+#   for b in main wip/x; do d=ab-${b##*/}; rm -rf $d; mkdir $d; git archive $b | tar -x -C $d; done
+# Run (carry [".deps"]): TREES="ab-main ab-x" bash bench/runs/ab-trees.sh
 # Delete the ab-* folders after the call (`git add -A` would commit them).
-# Then merge a branch only if its static GPU tests pass and its rows are faster than main's.
-# Expected ~7 minutes (3 builds in parallel ~3, tests ~2, rows ~2-3): timeout_s 600; stages
-# that would pass BUDGET_S are skipped and say so in the summary.
+#   TREES      folders to compare (default: the three trees of the first s4 call)
+#   AB_GROUPS  bench argument groups separated by ';' (default: qwen3-235b int4 1/8/32,
+#              gpt-oss mxfp4 1/8, qwen3-235b bf16 1/8, all static, uniform)
+#   BUDGET_S   seconds for the whole script (stages that would pass it are skipped, and say so)
+# Calls that used it: 2026-11-30 s4 (bench/results/h200/ab/2026-11-30-s4-*): wip/int4-sums2 and
+# wip/fused-tasks against main, then wip/issue-pred against main.
 # Everything lands in OUT/branches.tgz plus OUT/summary.txt (the device returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,9 +48,10 @@ for d in $TREES; do
   timeout 90 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*:RoutePlanCuda.*' >"$W/tests-$d.log" 2>&1
   say "static tests $d rc=$? $(grep -E 'PASSED|FAILED' "$W/tests-$d.log" | tr '\n' ' ')"
 done
-GROUPS_=("--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path static"
-  "--preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8 --routing uniform --path static"
-  "--preset qwen3-235b-a22b --quant bf16 --tokens 1,8 --routing uniform --path static")
+DEFAULT_GROUPS="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path static;\
+--preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8 --routing uniform --path static;\
+--preset qwen3-235b-a22b --quant bf16 --tokens 1,8 --routing uniform --path static"
+IFS=';' read -r -a GROUPS_ <<<"${AB_GROUPS:-$DEFAULT_GROUPS}"
 for gi in "${!GROUPS_[@]}"; do
   for d in $TREES; do
     (($(left) < 45)) && { say "group $gi $d skipped (budget)"; continue; }
