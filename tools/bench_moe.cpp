@@ -21,6 +21,7 @@
 #include "cuda/device_buffer.h"
 #include "cuda/peer/cublas_moe.h"
 #include "cuda/runtime.h"
+#include "cuda/static_moe.h"
 #include "servekit/servekit.h"
 
 namespace servekit::bench {
@@ -327,6 +328,9 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
   row.repeats = opt.repeats;
   // Every replay must produce the checked bits: the last one is compared in full.
   row.deterministic = download_bf16(out.data, out.numel(), s) == first;
+  // SERVEKIT_DIAG_STATIC_TIMES: where the last replay's static GEMM CTAs spent their time.
+  const std::string diag = cuda::static_diag_times_report();
+  if (!diag.empty()) std::printf("%s", diag.c_str());
 
   if (!(row.rel_l2 <= check.gate)) {
     row.status = "fail";

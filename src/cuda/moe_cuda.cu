@@ -224,6 +224,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     static_table_ = zeroed(g * sizeof(cuda::StaticExpertPtrs));
     static_ws_ = zeroed(cuda::static_workspace_bytes(static_desc_));
     cuda::static_workspace_init(static_desc_, static_ws_.get(), nullptr);
+    cuda::static_diag_times_prepare();
     SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 

@@ -3,8 +3,10 @@
 #include "cuda/static_moe.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "cuda/kernels/static/static_launch.h"
 #include "cuda/kernels/static/static_planner.cuh"
@@ -32,6 +34,13 @@ int diag_env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::atoi(v) : 0;
 }
+
+// SERVEKIT_DIAG_STATIC_TIMES: one device buffer for the whole process, [2 GEMMs][kDiagMaxGrid]
+// [kStaticDiagStamps] stamps, allocated by static_diag_times_prepare (never while a stream is
+// capturing), and the grid of the last launch that stamped it.
+constexpr int kDiagMaxGrid = 4096;
+uint64_t* g_diag_times = nullptr;
+int g_diag_grid = 0;
 
 int64_t w13_rows(const StaticMoEDesc& d) {
   return activation_is_gated(d.activation) ? 2 * d.intermediate : d.intermediate;
@@ -336,8 +345,57 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm2.hs = w.hs;
   }
   l.stop_after_gemm1 = diag_stop == 3;
+  if (g_diag_times != nullptr && diag_env("SERVEKIT_DIAG_STATIC_TIMES") > 0) {
+    g_diag_grid = static_gemm_grid(d);
+    if (g_diag_grid <= kDiagMaxGrid) {
+      l.gemm1.diag_times = g_diag_times;
+      l.gemm2.diag_times = g_diag_times + kDiagMaxGrid * sm::kStaticDiagStamps;
+    }
+  }
   l.ctas_per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
   dispatch(f, [&](auto fc) { sm::static_launch_gemms<decltype(fc)::value>(l, stream); });
+}
+
+void static_diag_times_prepare() {
+  if (g_diag_times != nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return;
+  const size_t bytes = 2 * kDiagMaxGrid * sm::kStaticDiagStamps * sizeof(uint64_t);
+  SERVEKIT_CUDA_CHECK(cudaMalloc(&g_diag_times, bytes));
+  SERVEKIT_CUDA_CHECK(cudaMemset(g_diag_times, 0, bytes));
+}
+
+std::string static_diag_times_report() {
+  if (g_diag_times == nullptr || g_diag_grid <= 0 || g_diag_grid > kDiagMaxGrid) return "";
+  SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const size_t n = 2 * kDiagMaxGrid * sm::kStaticDiagStamps;
+  std::vector<uint64_t> t(n);
+  SERVEKIT_CUDA_CHECK(
+      cudaMemcpy(t.data(), g_diag_times, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
+  const int grid = g_diag_grid, ns = sm::kStaticDiagStamps;
+  auto at = [&](int gemm, int cta, int s) {
+    return t[(static_cast<size_t>(gemm) * kDiagMaxGrid + cta) * ns + s];
+  };
+  // Zero: from GEMM1's earliest dependency release (the task list is ready).
+  uint64_t zero = ~0ull;
+  for (int c = 0; c < grid; ++c) zero = std::min(zero, at(0, c, 1));
+  std::string r;
+  char line[256];
+  const char* names[] = {"entry", "wait done", "k-loops done", "exit"};
+  for (int gemm = 0; gemm < 2; ++gemm) {
+    for (int s = 0; s < ns; ++s) {
+      std::vector<double> v(grid);
+      for (int c = 0; c < grid; ++c)
+        v[c] = (static_cast<double>(at(gemm, c, s)) - static_cast<double>(zero)) * 1e-3;
+      std::sort(v.begin(), v.end());
+      std::snprintf(line, sizeof(line),
+                    "diag-times gemm%d %-12s us from gemm1 release: min %8.2f p10 %8.2f p50 %8.2f "
+                    "p90 %8.2f max %8.2f\n",
+                    gemm + 1, names[s], v.front(), v[grid / 10], v[grid / 2], v[grid * 9 / 10],
+                    v.back());
+      r += line;
+    }
+  }
+  g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
+  return r;
 }
 
 }  // namespace servekit::cuda

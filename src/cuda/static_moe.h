@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -77,5 +78,14 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
 
 // The grid of the GEMM kernels on the current device (CTAs resident at once).
 int static_gemm_grid(const StaticMoEDesc& d);
+
+// Diagnostic SERVEKIT_DIAG_STATIC_TIMES=1 (docs/static_moe.md): each GEMM CTA stamps the GPU's
+// global timer at entry, at its dependency release, after its last unit's k-loop and at exit.
+// prepare() allocates the stamp buffer when the variable is set (call it outside stream capture:
+// the layer does at construction); report() waits for the device and summarises the stamps of
+// the last launch per GEMM and stamp (quantiles over CTAs, in us from GEMM1's first release),
+// or returns "" when nothing was stamped.
+void static_diag_times_prepare();
+std::string static_diag_times_report();
 
 }  // namespace servekit::cuda

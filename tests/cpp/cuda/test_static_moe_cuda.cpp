@@ -7,7 +7,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -312,6 +315,40 @@ TEST_P(StaticMoECuda, MatchesHostOnDequantizedWeights) {
   // outputs (relative RMS ~2^-9 / sqrt(3)) and rare intermediate rounding flips between fp32 and
   // fp64 (moe_tolerance's reasons, per format).
   EXPECT_LE(rel, moe_tolerance(c.quant.method)) << "relative L2 " << rel;
+
+  // The timing diagnostic (SERVEKIT_DIAG_STATIC_TIMES) on the bf16 fused cases: one more launch
+  // with the stamps on gives the same bits, and a report whose quantiles are in stamp order.
+  if (c.quant.method == QuantMethod::kBF16 && c.fused) {
+    ASSERT_EQ(setenv("SERVEKIT_DIAG_STATIC_TIMES", "1", 1), 0);
+    static_diag_times_prepare();
+    CUDA_OK(cudaMemset(dout.ptr, 0xFF, ref.size() * 2));
+    launch_static_moe(d, a, nullptr);
+    const std::string report = static_diag_times_report();
+    unsetenv("SERVEKIT_DIAG_STATIC_TIMES");
+    CUDA_OK(cudaMemcpy(again.data(), dout.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 2), 0) << "stamps changed bits";
+    EXPECT_EQ(static_diag_times_report(), "") << "a report is given once";
+    // 2 GEMMs x 4 stamps; p50 of each stamp >= the previous stamp's min, exit last.
+    std::vector<std::array<double, 5>> q;
+    size_t pos = 0;
+    while ((pos = report.find("min ", pos)) != std::string::npos) {
+      std::array<double, 5> v{};
+      ASSERT_EQ(std::sscanf(report.c_str() + pos, "min %lf p10 %lf p50 %lf p90 %lf max %lf", &v[0],
+                            &v[1], &v[2], &v[3], &v[4]),
+                5)
+          << report;
+      q.push_back(v);
+      pos += 4;
+    }
+    ASSERT_EQ(q.size(), 8u) << report;
+    for (size_t i = 0; i < q.size(); ++i) {
+      EXPECT_TRUE(std::is_sorted(q[i].begin(), q[i].end())) << report;
+      if (i % 4 != 0) {
+        EXPECT_GE(q[i][4], q[i - 1][0]) << report;
+      }
+    }
+    EXPECT_EQ(q[1][0], 0.0) << "times count from GEMM1's first release\n" << report;
+  }
 }
 
 std::vector<Case> cases() {

@@ -104,6 +104,13 @@ __device__ __forceinline__ void pdl_trigger() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The GPU's global nanosecond timer (for the SERVEKIT_DIAG_STATIC_TIMES stamps only).
+__device__ __forceinline__ uint64_t globaltimer_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // |x| as ordered bits: non-negative floats order as their bit patterns and NaN patterns lie
 // above inf, so an integer max finds the amax, or a NaN/inf marker, in any order.
 __device__ __forceinline__ uint32_t abs_bits(float x) {

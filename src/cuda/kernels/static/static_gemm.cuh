@@ -195,6 +195,13 @@ __device__ __forceinline__ void static_unit_kloop(
   }
 }
 
+// SERVEKIT_DIAG_STATIC_TIMES: thread 0 stamps the global timer into the CTA's slot s. Reads the
+// pointer from the parameters at every stamp, so no register holds it across the k-loops.
+__device__ __forceinline__ void static_diag_stamp(const StaticGemmParams& p, int s) {
+  if (p.diag_times != nullptr && threadIdx.x == 0)
+    p.diag_times[static_cast<int64_t>(blockIdx.x) * kStaticDiagStamps + s] = globaltimer_ns();
+}
+
 // The fp8_per_tensor scale of this GEMM's activations from the previous kernel's maxima.
 __device__ __forceinline__ float static_act_scale(const StaticGemmParams& p, uint32_t* red) {
   uint32_t m = 0;
@@ -216,6 +223,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int grid = gridDim.x, cta = blockIdx.x;
+  static_diag_stamp(p, 0);
   if constexpr (!kDown) {
     pdl_wait();  // the task list comes from the planner
     pdl_trigger();
@@ -246,6 +254,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     pdl_wait();  // h and its maxima come from GEMM1
     pdl_trigger();
   }
+  static_diag_stamp(p, 1);
+  static_diag_stamp(p, 2);
   const float act_scale = kPerTensor ? static_act_scale(p, red) : 1.0f;
 
   if (kDown && total == 0 && p.out != nullptr) {  // nothing routed here: the output is zero
@@ -283,6 +293,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     } else {
       static_unit_kloop<F, kDown, 0>(p, task, s, ring, sring, ref, acc);
     }
+    static_diag_stamp(p, 2);
 
     // Finish the unit: here if this CTA computed all of it, else by the last of its CTAs.
     bool finish = kb0 == 0 && kb1 == kblocks;
@@ -347,6 +358,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     amax = cta_max_u32(amax, red);
     if (threadIdx.x == 0) p.amax_out[cta] = amax;
   }
+  static_diag_stamp(p, 3);
 }
 
 }  // namespace servekit::cuda::static_moe

@@ -83,6 +83,13 @@ struct StaticGemmParams {
   // stream-K fix-up
   float* partials = nullptr;         // [grid][2][kStaticWarps][4][32] float4
   int32_t* unit_counters = nullptr;  // [units], zero between launches
+
+  // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
+  // [grid][kStaticDiagStamps] global-timer stamps of each CTA (static_diag_times_report).
+  uint64_t* diag_times = nullptr;
 };
+
+// The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
+constexpr int kStaticDiagStamps = 4;
 
 }  // namespace servekit::cuda::static_moe
