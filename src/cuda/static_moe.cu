@@ -36,7 +36,7 @@ int diag_env(const char* name) {
 }
 
 // SERVEKIT_DIAG_STATIC_TIMES: one device buffer for the whole process, [2 GEMMs][kDiagMaxGrid]
-// [kStaticDiagStamps] stamps, allocated by static_diag_times_prepare (never while a stream is
+// [kStaticDiagSlots] slots, allocated by static_diag_times_prepare (never while a stream is
 // capturing), and the grid of the last launch that stamped it.
 constexpr int kDiagMaxGrid = 4096;
 uint64_t* g_diag_times = nullptr;
@@ -349,7 +349,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     g_diag_grid = static_gemm_grid(d);
     if (g_diag_grid <= kDiagMaxGrid) {
       l.gemm1.diag_times = g_diag_times;
-      l.gemm2.diag_times = g_diag_times + kDiagMaxGrid * sm::kStaticDiagStamps;
+      l.gemm2.diag_times = g_diag_times + kDiagMaxGrid * sm::kStaticDiagSlots;
     }
   }
   l.ctas_per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
@@ -358,7 +358,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
 
 void static_diag_times_prepare() {
   if (g_diag_times != nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return;
-  const size_t bytes = 2 * kDiagMaxGrid * sm::kStaticDiagStamps * sizeof(uint64_t);
+  const size_t bytes = 2 * kDiagMaxGrid * sm::kStaticDiagSlots * sizeof(uint64_t);
   SERVEKIT_CUDA_CHECK(cudaMalloc(&g_diag_times, bytes));
   SERVEKIT_CUDA_CHECK(cudaMemset(g_diag_times, 0, bytes));
 }
@@ -366,13 +366,13 @@ void static_diag_times_prepare() {
 std::string static_diag_times_report() {
   if (g_diag_times == nullptr || g_diag_grid <= 0 || g_diag_grid > kDiagMaxGrid) return "";
   SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
-  const size_t n = 2 * kDiagMaxGrid * sm::kStaticDiagStamps;
+  const size_t n = 2 * kDiagMaxGrid * sm::kStaticDiagSlots;
   std::vector<uint64_t> t(n);
   SERVEKIT_CUDA_CHECK(
       cudaMemcpy(t.data(), g_diag_times, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
   const int grid = g_diag_grid, ns = sm::kStaticDiagStamps;
   auto at = [&](int gemm, int cta, int s) {
-    return t[(static_cast<size_t>(gemm) * kDiagMaxGrid + cta) * ns + s];
+    return t[(static_cast<size_t>(gemm) * kDiagMaxGrid + cta) * sm::kStaticDiagSlots + s];
   };
   // Zero: from GEMM1's earliest dependency release (the task list is ready).
   uint64_t zero = ~0ull;
@@ -393,6 +393,20 @@ std::string static_diag_times_report() {
                     v.back());
       r += line;
     }
+  }
+  // SERVEKIT_DIAG_STATIC_TIMES=2: every CTA's line as well.
+  if (diag_env("SERVEKIT_DIAG_STATIC_TIMES") >= 2) {
+    for (int gemm = 0; gemm < 2; ++gemm)
+      for (int c = 0; c < grid; ++c) {
+        auto us = [&](int s) {
+          return (static_cast<double>(at(gemm, c, s)) - static_cast<double>(zero)) * 1e-3;
+        };
+        std::snprintf(line, sizeof(line),
+                      "diag-cta gemm%d cta %4d sm %3d units %3d us %8.2f %8.2f %8.2f %8.2f\n",
+                      gemm + 1, c, static_cast<int>(at(gemm, c, ns)),
+                      static_cast<int>(at(gemm, c, ns + 1)), us(0), us(1), us(2), us(3));
+        r += line;
+      }
   }
   g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
   return r;

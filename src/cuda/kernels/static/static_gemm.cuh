@@ -199,7 +199,16 @@ __device__ __forceinline__ void static_unit_kloop(
 // pointer from the parameters at every stamp, so no register holds it across the k-loops.
 __device__ __forceinline__ void static_diag_stamp(const StaticGemmParams& p, int s) {
   if (p.diag_times != nullptr && threadIdx.x == 0)
-    p.diag_times[static_cast<int64_t>(blockIdx.x) * kStaticDiagStamps + s] = globaltimer_ns();
+    p.diag_times[static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots + s] = globaltimer_ns();
+}
+__device__ __forceinline__ void static_diag_cta(const StaticGemmParams& p, int units) {
+  if (p.diag_times != nullptr && threadIdx.x == 0) {
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    uint64_t* slot = p.diag_times + static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots;
+    slot[kStaticDiagStamps] = sm;
+    slot[kStaticDiagStamps + 1] = static_cast<uint64_t>(units);
+  }
 }
 
 // The fp8_per_tensor scale of this GEMM's activations from the previous kernel's maxima.
@@ -256,6 +265,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   }
   static_diag_stamp(p, 1);
   static_diag_stamp(p, 2);
+  static_diag_cta(p, u_last - u_first + 1);
   const float act_scale = kPerTensor ? static_act_scale(p, red) : 1.0f;
 
   if (kDown && total == 0 && p.out != nullptr) {  // nothing routed here: the output is zero

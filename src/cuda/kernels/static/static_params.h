@@ -85,11 +85,13 @@ struct StaticGemmParams {
   int32_t* unit_counters = nullptr;  // [units], zero between launches
 
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
-  // [grid][kStaticDiagStamps] global-timer stamps of each CTA (static_diag_times_report).
+  // [grid][kStaticDiagSlots] per CTA: kStaticDiagStamps global-timer stamps, then the SM id and
+  // the number of units in the CTA's range (static_diag_times_report).
   uint64_t* diag_times = nullptr;
 };
 
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
 constexpr int kStaticDiagStamps = 4;
+constexpr int kStaticDiagSlots = 8;  // the stamps, SM id, units, two spare
 
 }  // namespace servekit::cuda::static_moe
