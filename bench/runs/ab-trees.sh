@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A/B of source trees on one GPU in one device call: builds each tree (in parallel), runs the
-# static and route-plan GPU tests of every tree but ab-main, then the same bench rows on every
+# static, routing and plan GPU tests of every tree but ab-main, then the same bench rows on every
 # tree (--peer off), and prints us / time-over-floor side by side.
 # Prepare here (untracked folders travel with the tree; the device's .git is stale):
 #   for b in main wip/x; do d=ab-${b##*/}; rm -rf $d; mkdir $d; git archive $b | tar -x -C $d; done
@@ -45,7 +45,7 @@ for d in $TREES; do say "build $d $(tail -n 1 "$W/build-$d.log")"; done
 for d in $TREES; do
   [[ $d == ab-main ]] && continue
   (($(left) < 200)) && { say "static tests $d skipped (budget)"; continue; }
-  timeout 90 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*:RoutePlanCuda.*' >"$W/tests-$d.log" 2>&1
+  timeout 150 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*:RoutePlanCuda.*:PlanCuda.*:RoutingCuda.*' >"$W/tests-$d.log" 2>&1
   say "static tests $d rc=$? $(grep -E 'PASSED|FAILED' "$W/tests-$d.log" | tr '\n' ' ')"
 done
 DEFAULT_GROUPS="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path static;\
