@@ -40,6 +40,7 @@ int diag_env(const char* name) {
 // capturing), and the grid of the last launch that stamped it.
 constexpr int kDiagMaxGrid = 4096;
 uint64_t* g_diag_times = nullptr;
+int g_diag_device = -1;  // where g_diag_times lives: other devices' launches are not stamped
 int g_diag_grid = 0;
 
 int64_t w13_rows(const StaticMoEDesc& d) {
@@ -345,7 +346,10 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm2.hs = w.hs;
   }
   l.stop_after_gemm1 = diag_stop == 3;
-  if (g_diag_times != nullptr && diag_env("SERVEKIT_DIAG_STATIC_TIMES") > 0) {
+  int diag_dev = -1;
+  if (g_diag_times != nullptr) SERVEKIT_CUDA_CHECK(cudaGetDevice(&diag_dev));
+  if (g_diag_times != nullptr && diag_dev == g_diag_device &&
+      diag_env("SERVEKIT_DIAG_STATIC_TIMES") > 0) {
     g_diag_grid = static_gemm_grid(d);
     if (g_diag_grid <= kDiagMaxGrid) {
       l.gemm1.diag_times = g_diag_times;
@@ -359,6 +363,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
 void static_diag_times_prepare() {
   if (g_diag_times != nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return;
   const size_t bytes = 2 * kDiagMaxGrid * sm::kStaticDiagSlots * sizeof(uint64_t);
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&g_diag_device));
   SERVEKIT_CUDA_CHECK(cudaMalloc(&g_diag_times, bytes));
   SERVEKIT_CUDA_CHECK(cudaMemset(g_diag_times, 0, bytes));
 }

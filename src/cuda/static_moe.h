@@ -84,7 +84,8 @@ int static_gemm_grid(const StaticMoEDesc& d);
 // prepare() allocates the stamp buffer when the variable is set (call it outside stream capture:
 // the layer does at construction); report() waits for the device and summarises the stamps of
 // the last launch per GEMM and stamp (quantiles over CTAs, in us from GEMM1's first release),
-// or returns "" when nothing was stamped.
+// or returns "" when nothing was stamped. One buffer per process, on the device current at
+// prepare(): a diagnostic for single-GPU runs (servekit bench), not thread-safe.
 void static_diag_times_prepare();
 std::string static_diag_times_report();
 
