@@ -3,11 +3,11 @@
 #include "cuda/static_moe.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "cuda/kernels/static/static_diag.h"
 #include "cuda/kernels/static/static_launch.h"
 #include "cuda/kernels/static/static_planner.cuh"
 #include "cuda/runtime.h"
@@ -371,48 +371,11 @@ void static_diag_times_prepare() {
 std::string static_diag_times_report() {
   if (g_diag_times == nullptr || g_diag_grid <= 0 || g_diag_grid > kDiagMaxGrid) return "";
   SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
-  const size_t n = 2 * kDiagMaxGrid * sm::kStaticDiagSlots;
-  std::vector<uint64_t> t(n);
-  SERVEKIT_CUDA_CHECK(
-      cudaMemcpy(t.data(), g_diag_times, n * sizeof(uint64_t), cudaMemcpyDeviceToHost));
-  const int grid = g_diag_grid, ns = sm::kStaticDiagStamps;
-  auto at = [&](int gemm, int cta, int s) {
-    return t[(static_cast<size_t>(gemm) * kDiagMaxGrid + cta) * sm::kStaticDiagSlots + s];
-  };
-  // Zero: from GEMM1's earliest dependency release (the task list is ready).
-  uint64_t zero = ~0ull;
-  for (int c = 0; c < grid; ++c) zero = std::min(zero, at(0, c, 1));
-  std::string r;
-  char line[256];
-  const char* names[] = {"entry", "wait done", "k-loops done", "exit"};
-  for (int gemm = 0; gemm < 2; ++gemm) {
-    for (int s = 0; s < ns; ++s) {
-      std::vector<double> v(grid);
-      for (int c = 0; c < grid; ++c)
-        v[c] = (static_cast<double>(at(gemm, c, s)) - static_cast<double>(zero)) * 1e-3;
-      std::sort(v.begin(), v.end());
-      std::snprintf(line, sizeof(line),
-                    "diag-times gemm%d %-12s us from gemm1 release: min %8.2f p10 %8.2f p50 %8.2f "
-                    "p90 %8.2f max %8.2f\n",
-                    gemm + 1, names[s], v.front(), v[grid / 10], v[grid / 2], v[grid * 9 / 10],
-                    v.back());
-      r += line;
-    }
-  }
-  // SERVEKIT_DIAG_STATIC_TIMES=2: every CTA's line as well.
-  if (diag_env("SERVEKIT_DIAG_STATIC_TIMES") >= 2) {
-    for (int gemm = 0; gemm < 2; ++gemm)
-      for (int c = 0; c < grid; ++c) {
-        auto us = [&](int s) {
-          return (static_cast<double>(at(gemm, c, s)) - static_cast<double>(zero)) * 1e-3;
-        };
-        std::snprintf(line, sizeof(line),
-                      "diag-cta gemm%d cta %4d sm %3d units %3d us %8.2f %8.2f %8.2f %8.2f\n",
-                      gemm + 1, c, static_cast<int>(at(gemm, c, ns)),
-                      static_cast<int>(at(gemm, c, ns + 1)), us(0), us(1), us(2), us(3));
-        r += line;
-      }
-  }
+  std::vector<uint64_t> slots(2 * kDiagMaxGrid * sm::kStaticDiagSlots);
+  SERVEKIT_CUDA_CHECK(cudaMemcpy(slots.data(), g_diag_times, slots.size() * sizeof(uint64_t),
+                                 cudaMemcpyDeviceToHost));
+  const std::string r = sm::static_diag_format(slots, kDiagMaxGrid, g_diag_grid,
+                                               diag_env("SERVEKIT_DIAG_STATIC_TIMES") >= 2);
   g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
   return r;
 }
