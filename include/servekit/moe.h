@@ -21,6 +21,9 @@
 //   kGeGLU      gelu(g) * u            (erf form)
 //   kSwiGLUOAI  gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), (u' + 1) * g' * sigmoid(1.702 g')
 //   kReLU2      relu(h)^2              (not gated: W13 has I rows)
+// A NaN gate or up value gives a NaN output in every activation (the clamps and the relu do not
+// turn it into a number), so a NaN in a token's input reaches that token's output on every
+// backend and path instead of becoming a finite, wrong value.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +40,9 @@ enum class Activation : uint8_t { kSwiGLU, kGeGLU, kSwiGLUOAI, kReLU2 };
 
 std::string_view activation_name(Activation a);
 Activation parse_activation(std::string_view name);  // throws servekit::Error
-constexpr bool activation_is_gated(Activation a) { return a != Activation::kReLU2; }
+constexpr bool activation_is_gated(Activation a) {
+  return a != Activation::kReLU2;
+}
 constexpr float kSwiGLUOAIAlpha = 1.702f;
 constexpr float kSwiGLUOAILimit = 7.0f;
 
@@ -56,9 +61,9 @@ enum class MoEPath : uint8_t { kAuto, kStatic, kDynamic };
 struct ExecutionConfig {
   int64_t max_num_tokens = 1024;  // capacity: workspace is sized for it once, at construction
   Device device = Device::cpu();
-  int num_threads = 0;            // CPU backend: 0 = all hardware threads
+  int num_threads = 0;  // CPU backend: 0 = all hardware threads
   MoEPath path = MoEPath::kAuto;
-  bool keep_host_weights = false; // CUDA backend: also keep the prepared host copy (for checks)
+  bool keep_host_weights = false;  // CUDA backend: also keep the prepared host copy (for checks)
 };
 
 struct MoEConfig {
@@ -88,8 +93,8 @@ struct ExpertWeightsView {
 
 // All experts' canonical weights, stacked (see the top of this file).
 struct MoEWeights {
-  TensorView w13, w2, w13_bias, w2_bias;                                // [E_local, ...]
-  TensorView shared_w13, shared_w2, shared_w13_bias, shared_w2_bias;    // [S, ...]
+  TensorView w13, w2, w13_bias, w2_bias;                              // [E_local, ...]
+  TensorView shared_w13, shared_w2, shared_w13_bias, shared_w2_bias;  // [S, ...]
 };
 
 struct MoEInputs {

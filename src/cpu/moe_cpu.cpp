@@ -85,8 +85,8 @@ float activate(Activation a, float g, float u) {
       const float uc = std::clamp(u, -kSwiGLUOAILimit, kSwiGLUOAILimit);
       return (uc + 1.0f) * gc * sigmoid(kSwiGLUOAIAlpha * gc);
     }
-    case Activation::kReLU2:
-      return g > 0.0f ? g * g : 0.0f;
+    case Activation::kReLU2:  // NaN propagates (moe.h)
+      return g > 0.0f ? g * g : (std::isnan(g) ? g : 0.0f);
   }
   return 0.0f;
 }

@@ -31,8 +31,8 @@ double reference_activation(Activation a, double g, double u) {
       const double gc = std::min(g, limit), uc = std::clamp(u, -limit, limit);
       return (uc + 1.0) * gc * sigmoid(alpha * gc);
     }
-    case Activation::kReLU2:
-      return g > 0.0 ? g * g : 0.0;
+    case Activation::kReLU2:  // NaN propagates (moe.h)
+      return g > 0.0 ? g * g : (std::isnan(g) ? g : 0.0);
   }
   SERVEKIT_FAIL("reference_activation: unknown activation ", static_cast<int>(a));
 }

@@ -335,3 +335,46 @@ TEST(MoELayer, ToleranceCatchesMissingBiasAndSwappedGateUp) {
 
 }  // namespace
 }  // namespace servekit
+
+namespace servekit {
+namespace {
+
+// moe.h: a NaN in a token's input reaches that token's output in every activation (a NaN through
+// relu or the gpt-oss clamps must not become a finite number); the other tokens stay exact.
+TEST(MoELayer, NaNInATokenReachesOnlyItsOutput) {
+  for (Activation act :
+       {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI, Activation::kReLU2}) {
+    SCOPED_TRACE(static_cast<int>(act));
+    LayerCase c;
+    c.activation = act;
+    MoELayer layer(make_config(c));
+    load_random_experts(layer, 61, true);
+    Inputs in = make_inputs(layer.config(), 4, 62);
+    const int64_t H = c.hidden, bad = 2;
+    in.hidden[static_cast<size_t>(bad * H + 17)] = 0x7FC0;  // bf16 quiet NaN
+    in.hidden_f32[static_cast<size_t>(bad * H + 17)] = bf16_to_float(0x7FC0);
+    std::vector<uint16_t> out(static_cast<size_t>(in.tokens * H), test::kPoisonBF16);
+    layer.forward(in.view(layer.config()),
+                  TensorView::contiguous(out.data(), DType::kBF16, {in.tokens, H}));
+    const std::vector<double> ref = moe_reference(layer, in.reference());
+    double err2 = 0, ref2 = 0;
+    for (int64_t t = 0; t < in.tokens; ++t)
+      for (int64_t h = 0; h < H; ++h) {
+        const size_t i = static_cast<size_t>(t * H + h);
+        const float v = bf16_to_float(out[i]);
+        if (t == bad) {
+          ASSERT_TRUE(std::isnan(v) && out[i] != test::kPoisonBF16)
+              << "out[" << t << ", " << h << "]";
+          ASSERT_TRUE(std::isnan(ref[i])) << "reference[" << t << ", " << h << "]";
+        } else {
+          ASSERT_TRUE(std::isfinite(v)) << "out[" << t << ", " << h << "]";
+          err2 += (v - ref[i]) * (v - ref[i]);
+          ref2 += ref[i] * ref[i];
+        }
+      }
+    EXPECT_LT(std::sqrt(err2 / ref2), moe_tolerance(c.quant.method));
+  }
+}
+
+}  // namespace
+}  // namespace servekit
