@@ -13,6 +13,7 @@
 #include "cuda/kernels/permute/one_cta_plan.cuh"
 #include "cuda/kernels/permute/plan_kernels.cuh"
 #include "cuda/kernels/routing/route_dispatch.cuh"
+#include "cuda/launch_pdl.h"
 #include "cuda/moe_plan.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
@@ -107,17 +108,7 @@ bool one_cta_plan(PlanKernels kernels, int64_t tokens, int top_k, int num_shared
 template <typename... Args>
 void launch_one_cta(void (*kernel)(Args...), size_t smem_bytes, cudaStream_t stream,
                     const Args&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(1);
-  cfg.blockDim = dim3(OneCtaShape::kThreads);
-  cfg.dynamicSmemBytes = smem_bytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+  launch_pdl(kernel, 1, OneCtaShape::kThreads, smem_bytes, true, stream, args...);
 }
 
 void launch_multi_cta(permute::PlanParams p, void* scratch, cudaStream_t stream) {

@@ -47,7 +47,7 @@ void launch_static_hquant(const StaticHQuant& q, int64_t max_rows, int max_ctas,
   const int64_t chunks = max_rows * ((q.inter + 127) / 128);
   const int64_t per_cta = kHQuantThreads / 16;
   const int grid = static_cast<int>(std::min<int64_t>((chunks + per_cta - 1) / per_cta, max_ctas));
-  static_launch_pdl(static_hquant_kernel, grid < 1 ? 1 : grid, kHQuantThreads, 0, pdl, stream, q);
+  launch_pdl(static_hquant_kernel, grid < 1 ? 1 : grid, kHQuantThreads, 0, pdl, stream, q);
 }
 
 }  // namespace servekit::cuda::static_moe

@@ -293,8 +293,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     if (!per_tensor) plan_grid = std::min(plan_grid, sms - 1) + 1;
   }
   if (!a.tasks_built)  // else the route + plan launch built the tasks and nothing else is needed
-    sm::static_launch_pdl(sm::static_plan_kernel, plan_grid, sm::kStaticPlanThreads, 0, a.pdl,
-                          stream, pp);
+    launch_pdl(sm::static_plan_kernel, plan_grid, sm::kStaticPlanThreads, 0, a.pdl, stream, pp);
   if (diag_stop == 2) return;
 
   const sm::StaticMatrixGeometry g13 =

@@ -12,6 +12,7 @@
 #include "cuda/device_array.h"
 #include "cuda/gpu_test_util.h"
 #include "cuda/moe_plan.h"
+#include "cuda/plan_test_util.h"
 
 namespace servekit {
 namespace {
@@ -73,13 +74,8 @@ HostPlan device_plan(const std::vector<int32_t>& ids, int64_t tokens, int top_k,
   slot_row.poison(kPoison);
   scratch.poison(kPoison);  // stale block counts must not leak into the scan
 
-  cuda::PlanBuffers plan;
-  plan.num_groups = groups;
-  plan.group_offsets = offsets.get();
-  plan.row_token = row_token.get();
-  plan.row_group = row_group.get();
-  plan.token_slot_row = slot_row.get();
-  plan.scratch = scratch.get();
+  const cuda::PlanBuffers plan =
+      testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
   cuda::launch_build_plan(d_ids.get(), tokens, top_k, offset, local, shared, plan, nullptr);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
   SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());

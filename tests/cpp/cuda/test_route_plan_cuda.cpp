@@ -16,6 +16,7 @@
 #include "cuda/gpu_test_util.h"
 #include "cuda/kernels/static/static_tasks.h"
 #include "cuda/moe_plan.h"
+#include "cuda/plan_test_util.h"
 #include "cuda/routing_test_util.h"
 
 namespace servekit {
@@ -54,13 +55,8 @@ Result run_gpu(const RoutingConfig& cfg, const std::vector<float>& logits, DType
   for (auto* a : {&ids, &offsets, &row_token, &row_group, &slot_row}) a->poison(kPoison);
   weights.poison(kPoison);
   scratch.poison(kPoison);
-  cuda::PlanBuffers plan;
-  plan.num_groups = groups;
-  plan.group_offsets = offsets.get();
-  plan.row_token = row_token.get();
-  plan.row_group = row_group.get();
-  plan.token_slot_row = slot_row.get();
-  plan.scratch = scratch.get();
+  const cuda::PlanBuffers plan =
+      testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
 
   if (cfg.method == RoutingMethod::kPrecomputed) {
     ids.upload(given_ids);
@@ -309,13 +305,8 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
     DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(c.tokens, c.top_k, groups));
     const int task_capacity = static_cast<int>(groups + capacity / 32 + 1);
     DeviceArray<cuda::static_moe::StaticTask> tasks(task_capacity);
-    cuda::PlanBuffers plan;
-    plan.num_groups = groups;
-    plan.group_offsets = offsets.get();
-    plan.row_token = row_token.get();
-    plan.row_group = row_group.get();
-    plan.token_slot_row = slot_row.get();
-    plan.scratch = scratch.get();
+    const cuda::PlanBuffers plan =
+        testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
     const cuda::static_moe::StaticTaskBuild build{tasks.get(), num_tasks.get(), task_capacity};
     for (cuda::PlanKernels kernels : {cuda::PlanKernels::kOneCta, cuda::PlanKernels::kMultiCta}) {
       tasks.poison(kPoison);

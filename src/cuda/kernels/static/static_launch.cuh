@@ -61,12 +61,12 @@ void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
   if (l.ctas_per_sm > 0 && l.ctas_per_sm < kStaticMaxCtasPerSm)
     grid = grid / kStaticMaxCtasPerSm * l.ctas_per_sm;
   l.gemm2.amax_in_count = grid;
-  static_launch_pdl(static_gemm_kernel<F, false>, grid, kStaticThreads, kStaticSmemBytes, l.pdl,
-                    stream, l.gemm1);
+  launch_pdl(static_gemm_kernel<F, false>, grid, kStaticThreads, kStaticSmemBytes, l.pdl, stream,
+             l.gemm1);
   if (l.stop_after_gemm1) return;
   if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
-  static_launch_pdl(static_gemm_kernel<F, true>, grid, kStaticThreads, kStaticSmemBytes, l.pdl,
-                    stream, l.gemm2);
+  launch_pdl(static_gemm_kernel<F, true>, grid, kStaticThreads, kStaticSmemBytes, l.pdl, stream,
+             l.gemm2);
 }
 
 }  // namespace servekit::cuda::static_moe

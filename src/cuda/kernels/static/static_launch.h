@@ -3,35 +3,16 @@
 // dispatching translation unit does not compile every kernel. Pure C++ plus the CUDA runtime.
 #pragma once
 
-#include <utility>
-
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/static/static_layout.h"
 #include "cuda/kernels/static/static_params.h"
+#include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
 
 namespace servekit::cuda::static_moe {
 
 constexpr int kStaticMaxCtasPerSm = 2;  // the workspace holds partials for this many per SM
-
-// Launches one of the static path's kernels, with programmatic dependent launch when pdl (each
-// kernel waits for its predecessor with griddepcontrol.wait before reading its output).
-template <typename... KernelArgs, typename... Args>
-void static_launch_pdl(void (*kernel)(KernelArgs...), int grid, int block, size_t smem, bool pdl,
-                       cudaStream_t stream, Args&&... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
-  cfg.blockDim = dim3(static_cast<unsigned>(block));
-  cfg.dynamicSmemBytes = smem;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
-}
 
 // fp8_block128's h quantized once between the GEMMs (src/cuda/static_hquant.cu).
 struct StaticHQuant {
