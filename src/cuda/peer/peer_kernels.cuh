@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "cuda/kernels/activation_math.cuh"
 #include "servekit/moe.h"
 
 namespace servekit::peer::kernels {
@@ -141,23 +142,6 @@ __global__ void quantize_rows_fp8_block(const Src* src, const int32_t* row_token
   }
 }
 
-__device__ inline float apply_activation(Activation act, float g, float u) {
-  switch (act) {
-    case Activation::kSwiGLU:
-      return g / (1.0f + expf(-g)) * u;
-    case Activation::kGeGLU:
-      return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;
-    case Activation::kSwiGLUOAI: {
-      const float gc = fminf(g, kSwiGLUOAILimit);
-      const float uc = fminf(fmaxf(u, -kSwiGLUOAILimit), kSwiGLUOAILimit);
-      return (uc + 1.0f) * gc / (1.0f + expf(-kSwiGLUOAIAlpha * gc));
-    }
-    case Activation::kReLU2:
-      return g > 0.0f ? g * g : 0.0f;
-  }
-  return 0.0f;
-}
-
 // With p = padded_row(r): a[p, i] = act(h1[p, i] + b13[g, i], h1[p, I + i] + b13[g, I + i])
 // (ReLU²: act(h1[p, i] + b)). h1: [rows, R] bf16 GEMM1 output; b13: [G, R] fp32 or null;
 // a: [rows, I] bf16 or fp32. Pad rows are left alone: with a bias they would not be zero.
@@ -174,7 +158,7 @@ __global__ void activation_rows(const __nv_bfloat16* h1, const float* b13, const
   for (int64_t i = threadIdx.x; i < I; i += blockDim.x) {
     const float g = __bfloat162float(h1[p * R + i]) + (bias ? bias[i] : 0.0f);
     const float u = gated ? __bfloat162float(h1[p * R + I + i]) + (bias ? bias[I + i] : 0.0f) : 0;
-    const float v = apply_activation(act, g, u);
+    const float v = cuda::activate(act, g, u);
     if constexpr (sizeof(Out) == 4) {
       a[p * I + i] = v;
     } else {

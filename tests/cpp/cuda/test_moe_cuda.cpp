@@ -481,5 +481,55 @@ TEST(MoECuda, GraphReplayNoAllocationDeterminism) {
   }
 }
 
+// moe.h: a NaN in a token's input reaches that token's whole output, on both paths and in every
+// activation (fminf / fmaxf clamps turned it into a finite number on the dynamic path, relu into
+// 0); the other tokens stay within the tolerance of the reference.
+TEST(MoECuda, NaNInATokenReachesOnlyItsOutput) {
+  SERVEKIT_REQUIRE_GPU();
+  for (MoEPath path : {MoEPath::kDynamic, MoEPath::kStatic})
+    for (Activation a :
+         {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI, Activation::kReLU2}) {
+      Case c;
+      c.activation = a;
+      c.bias = true;
+      c.shared = a == Activation::kReLU2 ? 0 : 1;  // as EveryActivationWithBias
+      c.tokens = 5;
+      SCOPED_TRACE(case_name(c) + (path == MoEPath::kStatic ? "/static" : "/dynamic"));
+      MoEConfig cfg = make_config(c);
+      cfg.exec.path = path;
+      MoELayer layer(cfg);
+      load_experts(layer, c);
+      Inputs in = make_inputs(c, c.tokens);
+      const int64_t bad = 2, H = c.hidden;
+      in.hidden[static_cast<size_t>(bad * H + 100)] = 0x7FC0;  // bf16 quiet NaN
+      in.hidden_f[static_cast<size_t>(bad * H + 100)] = bf16_to_float(0x7FC0);
+      DeviceInputs dev(in, c);
+      dev.out_buffer().poison();
+      layer.forward(dev.inputs(), dev.out(), nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<uint16_t> bits = dev.out_buffer().download();
+      bits.resize(static_cast<size_t>(c.tokens * H));
+      for (int64_t j = 0; j < H; ++j) {
+        const uint16_t b = bits[static_cast<size_t>(bad * H + j)];
+        ASSERT_TRUE(std::isnan(bf16_to_float(b)) && b != 0xFFFF) << "column " << j;
+      }
+      // The other tokens: finite and checked against the reference.
+      Inputs rest;
+      std::vector<float> out_rest;
+      const std::vector<float> out = to_float(bits);
+      for (int64_t t = 0; t < c.tokens; ++t) {
+        if (t == bad) continue;
+        rest.hidden_f.insert(rest.hidden_f.end(), in.hidden_f.begin() + t * H,
+                             in.hidden_f.begin() + (t + 1) * H);
+        rest.logits.insert(rest.logits.end(), in.logits.begin() + t * c.experts,
+                           in.logits.begin() + (t + 1) * c.experts);
+        out_rest.insert(out_rest.end(), out.begin() + t * H, out.begin() + (t + 1) * H);
+      }
+      rest.tokens = c.tokens - 1;
+      rest.bias = in.bias;
+      check_output(layer, c, rest, out_rest);
+    }
+}
+
 }  // namespace
 }  // namespace servekit

@@ -4,26 +4,11 @@
 // throughout.
 #pragma once
 
+#include "cuda/kernels/activation_math.cuh"
 #include "cuda/kernels/quant/row_quant.cuh"
 #include "servekit/moe.h"
 
 namespace servekit::cuda::quant {
-
-template <Activation A>
-__device__ __forceinline__ float activate(float g, float u) {
-  if constexpr (A == Activation::kSwiGLU) {
-    return g / (1.0f + expf(-g)) * u;
-  } else if constexpr (A == Activation::kGeGLU) {
-    return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;  // erf form
-  } else if constexpr (A == Activation::kSwiGLUOAI) {
-    const float gc = fminf(g, kSwiGLUOAILimit);
-    const float uc = fminf(fmaxf(u, -kSwiGLUOAILimit), kSwiGLUOAILimit);
-    return (uc + 1.0f) * gc / (1.0f + expf(-kSwiGLUOAIAlpha * gc));
-  } else {  // kReLU2: not gated, u unused
-    const float r = fmaxf(g, 0.0f);
-    return r * r;
-  }
-}
 
 // kAmaxOnly: the first pass of kFP8PerTensor (amax of the activated rows, nothing stored).
 template <ActFormat F, Activation A, bool kAmaxOnly>
@@ -67,7 +52,7 @@ __global__ void __launch_bounds__(kRowThreads)
       }
       Chunk y;
 #pragma unroll
-      for (int j = 0; j < kChunk; ++j) y.v[j] = valid ? activate<A>(g.v[j], u.v[j]) : 0.0f;
+      for (int j = 0; j < kChunk; ++j) y.v[j] = valid ? cuda::activate<A>(g.v[j], u.v[j]) : 0.0f;
       if constexpr (kAmaxOnly) {
         amax = max_nan(amax, chunk_amax(y));
       } else {

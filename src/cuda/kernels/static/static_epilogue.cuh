@@ -5,27 +5,30 @@
 // column 8i + g: the activation happens in the lane.
 #pragma once
 
+#include "cuda/kernels/activation_math.cuh"
 #include "cuda/kernels/static/static_device.cuh"
 #include "cuda/kernels/static/static_params.h"
 
 namespace servekit::cuda::static_moe {
 
-// moe.h's activations in fp32. NaN propagates (the clamps compare rather than call fminf).
-__device__ __forceinline__ float static_gated_act(StaticAct act, float gate, float up) {
+// moe.h's activations (activation_math.cuh: one copy for every kernel; NaN propagates).
+__device__ __forceinline__ Activation static_activation(StaticAct act) {
   switch (act) {
     case StaticAct::kGeGLU:
-      return 0.5f * gate * (1.0f + erff(gate * 0.70710678118654752f)) * up;
-    case StaticAct::kSwiGLUOAI: {
-      const float g = gate > 7.0f ? 7.0f : gate;
-      const float u = up > 7.0f ? 7.0f : (up < -7.0f ? -7.0f : up);
-      return (u + 1.0f) * g / (1.0f + expf(-1.702f * g));
-    }
+      return Activation::kGeGLU;
+    case StaticAct::kSwiGLUOAI:
+      return Activation::kSwiGLUOAI;
+    case StaticAct::kReLU2:
+      return Activation::kReLU2;
     default:
-      return gate / (1.0f + expf(-gate)) * up;  // SwiGLU: silu(gate) * up
+      return Activation::kSwiGLU;
   }
 }
+__device__ __forceinline__ float static_gated_act(StaticAct act, float gate, float up) {
+  return activate(static_activation(act), gate, up);
+}
 __device__ __forceinline__ float static_relu2(float v) {
-  return v > 0.0f ? v * v : (v == v ? 0.0f : v);
+  return activate<Activation::kReLU2>(v, 0.0f);
 }
 
 // GEMM1: h[row, col] for the warp's tile; returns the max |h| bits stored (fp8_per_tensor).

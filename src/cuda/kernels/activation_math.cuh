@@ -1,0 +1,43 @@
+// moe.h's activations in fp32 on the device: the one copy that the dynamic path's activation
+// pass (quant/activation_rows.cuh), the static path's GEMM1 epilogue (static/static_epilogue.cuh)
+// and the cuBLAS peer (peer/peer_kernels.cuh) share. A NaN gate or up value gives NaN (moe.h):
+// the gpt-oss clamps compare instead of calling fminf / fmaxf, which would return the limit, and
+// relu keeps a NaN instead of returning 0.
+#pragma once
+
+#include "servekit/moe.h"
+
+namespace servekit::cuda {
+
+template <Activation A>
+__device__ __forceinline__ float activate(float g, float u) {
+  if constexpr (A == Activation::kSwiGLU) {
+    return g / (1.0f + expf(-g)) * u;
+  } else if constexpr (A == Activation::kGeGLU) {
+    return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;  // erf form
+  } else if constexpr (A == Activation::kSwiGLUOAI) {
+    constexpr float kLimit = kSwiGLUOAILimit;
+    const float gc = g > kLimit ? kLimit : g;
+    const float uc = u > kLimit ? kLimit : (u < -kLimit ? -kLimit : u);
+    return (uc + 1.0f) * gc / (1.0f + expf(-kSwiGLUOAIAlpha * gc));
+  } else {  // kReLU2: not gated, u unused
+    return g > 0.0f ? g * g : (g == g ? 0.0f : g);
+  }
+}
+
+// The same with the activation chosen at run time.
+__device__ __forceinline__ float activate(Activation a, float g, float u) {
+  switch (a) {
+    case Activation::kSwiGLU:
+      return activate<Activation::kSwiGLU>(g, u);
+    case Activation::kGeGLU:
+      return activate<Activation::kGeGLU>(g, u);
+    case Activation::kSwiGLUOAI:
+      return activate<Activation::kSwiGLUOAI>(g, u);
+    case Activation::kReLU2:
+      return activate<Activation::kReLU2>(g, u);
+  }
+  return g - g + u - u;  // unreachable for a valid enum; NaN-propagating zero otherwise
+}
+
+}  // namespace servekit::cuda
