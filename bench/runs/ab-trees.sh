@@ -10,6 +10,10 @@
 #   AB_GROUPS  bench argument groups separated by ';' (default: qwen3-235b int4 1/8/32,
 #              gpt-oss mxfp4 1/8, qwen3-235b bf16 1/8, all static, uniform)
 #   BUDGET_S   seconds for the whole script (stages that would pass it are skipped, and say so)
+#   TEST_FILTER  gtest filter of the GPU tests run on every tree but ab-main (default: static,
+#                route-plan, plan and routing tests; '*' for the whole suite, ~140 s)
+#   TEST_TIMEOUT seconds for one tree's GPU tests (default 150)
+#   TEST_TREES   the trees whose GPU tests run (default: every tree but ab-main)
 # Calls that used it: 2026-11-30 s4 (bench/results/h200/ab/2026-11-30-s4-*): wip/int4-sums2 and
 # wip/fused-tasks against main, then wip/issue-pred against main.
 # Everything lands in OUT/branches.tgz plus OUT/summary.txt (the device returns at most 8 files).
@@ -21,6 +25,8 @@ OUT=${OUT:-$PWD/out}
 # wip/int4-sums2 contains wip/issue-pred, so TREES="ab-main ab-issue-pred" splits the two later.
 TREES=${TREES:-"ab-main ab-int4-sums2 ab-fused-tasks"}
 BUDGET_S=${BUDGET_S:-570}
+TEST_FILTER=${TEST_FILTER:-'*Static*:RoutePlanCuda.*:PlanCuda.*:RoutingCuda.*'}
+TEST_TIMEOUT=${TEST_TIMEOUT:-150}
 left() { echo $((START + BUDGET_S - $(date +%s))); }
 W=$(mktemp -d)
 START=$(date +%s)
@@ -42,11 +48,11 @@ for d in $TREES; do
 done
 wait
 for d in $TREES; do say "build $d $(tail -n 1 "$W/build-$d.log")"; done
-for d in $TREES; do
-  [[ $d == ab-main ]] && continue
-  (($(left) < 200)) && { say "static tests $d skipped (budget)"; continue; }
-  timeout 150 "$d/build/servekit_gpu_tests" --gtest_filter='*Static*:RoutePlanCuda.*:PlanCuda.*:RoutingCuda.*' >"$W/tests-$d.log" 2>&1
-  say "static tests $d rc=$? $(grep -E 'PASSED|FAILED' "$W/tests-$d.log" | tr '\n' ' ')"
+for d in ${TEST_TREES:-$TREES}; do
+  [[ -z ${TEST_TREES:-} && $d == ab-main ]] && continue
+  (($(left) < TEST_TIMEOUT + 50)) && { say "GPU tests $d skipped (budget)"; continue; }
+  timeout "$TEST_TIMEOUT" "$d/build/servekit_gpu_tests" --gtest_filter="$TEST_FILTER" >"$W/tests-$d.log" 2>&1
+  say "GPU tests ($TEST_FILTER) $d rc=$? $(grep -E 'PASSED|FAILED' "$W/tests-$d.log" | tr '\n' ' ')"
 done
 DEFAULT_GROUPS="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path static;\
 --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8 --routing uniform --path static;\
