@@ -3,6 +3,15 @@
 // and the cuBLAS peer (peer/peer_kernels.cuh) share. A NaN gate or up value gives NaN (moe.h):
 // the gpt-oss clamps compare instead of calling fminf / fmaxf, which would return the limit, and
 // relu keeps a NaN instead of returning 0.
+//
+// The sigmoids use the hardware's approximate exp2 and reciprocal (__expf, __fdividef: a few
+// ulp of fp32, ~1e-6 relative) instead of the IEEE expf and division (~40 instructions per
+// element together). Every caller rounds the result to bf16 (2^-9 relative) or e4m3 right after,
+// so the difference is below the output's own rounding; the dynamic path's activation pass is
+// issue-bound on the IEEE forms at prefill sizes (docs/perf-notes.md, "Fifth pass"). The limits
+// agree with the IEEE forms: g -> -inf gives -0 (or NaN times an infinite u, as IEEE), a NaN
+// gate or up value gives NaN. One difference: for g in about [-88.7, -87.3] (exp(-g) between
+// 2^126 and 2^128) __fdividef returns 0 where the exact value is ~-5e-37.
 #pragma once
 
 #include "servekit/moe.h"
@@ -12,14 +21,14 @@ namespace servekit::cuda {
 template <Activation A>
 __device__ __forceinline__ float activate(float g, float u) {
   if constexpr (A == Activation::kSwiGLU) {
-    return g / (1.0f + expf(-g)) * u;
+    return __fdividef(g, 1.0f + __expf(-g)) * u;
   } else if constexpr (A == Activation::kGeGLU) {
     return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;  // erf form
   } else if constexpr (A == Activation::kSwiGLUOAI) {
     constexpr float kLimit = kSwiGLUOAILimit;
     const float gc = g > kLimit ? kLimit : g;
     const float uc = u > kLimit ? kLimit : (u < -kLimit ? -kLimit : u);
-    return (uc + 1.0f) * gc / (1.0f + expf(-kSwiGLUOAIAlpha * gc));
+    return (uc + 1.0f) * __fdividef(gc, 1.0f + __expf(-kSwiGLUOAIAlpha * gc));
   } else {  // kReLU2: not gated, u unused
     return g > 0.0f ? g * g : (g == g ? 0.0f : g);
   }
