@@ -70,14 +70,14 @@ done
 python3 - "$W" $TREES >>"$W/summary.txt" <<'PY'
 import json, glob, os, sys
 w, trees = sys.argv[1], sys.argv[2:]
-rows = {}
-for f in sorted(glob.glob(f"{w}/g*-*.json")):
+rows = {}  # a row measured by several groups keeps every value, in group order
+for f in sorted(glob.glob(f"{w}/g*-*.json"), key=lambda f: int(os.path.basename(f)[1:].split("-")[0])):
     tree = os.path.basename(f).split("-", 1)[1][:-5]
     for r in json.load(open(f))["rows"]:
-        rows.setdefault((r["preset"], r["quant"], r["tokens"]), {})[tree] = (r["us"], r["ratio"], r["status"])
+        rows.setdefault((r["preset"], r["quant"], r["tokens"]), {}).setdefault(tree, []).append(
+            f'{r["us"]:.1f}/{r["ratio"]:.2f}' + ("" if r["status"] == "ok" else "!" + r["status"]))
 print("us / time over floor per tree")
 for k, v in rows.items():
-    print(" ", *k, " ".join(f"{t}={v[t][0]:.1f}/{v[t][1]:.2f}{'' if v[t][2] == 'ok' else '!' + v[t][2]}"
-                            for t in trees if t in v))
+    print(" ", *k, " ".join(f"{t}={','.join(v[t])}" for t in trees if t in v))
 PY
 cat "$W/summary.txt"
