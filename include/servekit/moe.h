@@ -21,6 +21,10 @@
 //   kGeGLU      gelu(g) * u            (erf form)
 //   kSwiGLUOAI  gpt-oss: g' = min(g, 7), u' = clamp(u, -7, 7), (u' + 1) * g' * sigmoid(1.702 g')
 //   kReLU2      relu(h)^2              (not gated: W13 has I rows)
+// All in fp32. The CUDA backend computes the sigmoids' exponential and division with the
+// hardware approximations (__expf, __fdividef: a few fp32 ulp, ~1e-6 relative), far below the
+// bf16 or e4m3 rounding of the activation that follows; the CPU backend uses std::exp and IEEE
+// division.
 // A NaN gate or up value gives a NaN output in every activation (the clamps and the relu do not
 // turn it into a number), so a NaN in a token's input reaches that token's output on every
 // backend and path instead of becoming a finite, wrong value.
