@@ -3,7 +3,7 @@
 # its dependency wait (branch wip/gemm2-prefetch, SERVEKIT_STATIC_GEMM2_PREFETCH_KB), swept in
 # one build on the static path's one-, eight- and 32-token rows, the sizes interleaved so that
 # drift within the lease does not favour one of them; then the stamps of qwen3-30b T=1 with and
-# without it (how long GEMM2's k-loops take after its release).
+# without it (how long GEMM2's k-loops take after its release); then GEMM2 with one CTA per SM.
 # Prepare: d=ab-gemm2-prefetch; rm -rf $d; mkdir $d; git archive wip/gemm2-prefetch | tar -x -C $d
 # Run (carry [".deps"], timeout_s 600): bash bench/runs/next-gemm2-prefetch.sh
 # Output: OUT/prefetch.tgz and OUT/summary.txt.
@@ -47,6 +47,18 @@ for kb in $SIZES; do
   done
   i=$((i + 1))
 done
+# GEMM2 with one CTA per SM (SERVEKIT_DIAG_STATIC_CTAS_PER_SM_GEMM2, same branch): fewer cut
+# units and fix-ups where GEMM2's bytes per CTA are small (one CTA per SM for both GEMMs made
+# qwen3-30b T=1 55.3 us against 58.2, and every larger row slower: ab/2026-11-30-s3-diag-cta1).
+for gi in 0 1; do
+  (($(left) < 60)) && break
+  # shellcheck disable=SC2086
+  SERVEKIT_DIAG_STATIC_CTAS_PER_SM_GEMM2=1 timeout $(($(left) - 30)) "$TREE/build/servekit" bench moe \
+    ${GROUPS_[$gi]} --routing uniform --path static --peer off --check-tokens 1 \
+    --commit "gemm2-cta1" --out "$W/cta1-g$gi.json" >"$W/cta1-g$gi.log" 2>&1
+  say "GEMM2 one CTA per SM, group $gi rc=$?"
+done
+for f in "$W"/cta1-g*.log; do grep -E "^(qwen|gpt)" "$f" | sed 's/^/gemm2-cta1 /' >>"$W/summary.txt"; done
 for kb in 0 1024; do
   (($(left) < 40)) && break
   SERVEKIT_DIAG_STATIC_TIMES=1 SERVEKIT_STATIC_GEMM2_PREFETCH_KB=$kb timeout $(($(left) - 20)) \
