@@ -5,7 +5,7 @@
 // relu keeps a NaN instead of returning 0.
 //
 // The sigmoids use the hardware's approximate exp2 and reciprocal (__expf, __fdividef: a few
-// ulp of fp32, ~1e-6 relative) instead of the IEEE expf and division (~40 instructions per
+// ulp of fp32, ~1e-6 relative) instead of the IEEE expf and division (~30 instructions per
 // element together). Every caller rounds the result to bf16 (2^-9 relative) or e4m3 right after,
 // so the difference is below the output's own rounding; the dynamic path's activation pass is
 // issue-bound on the IEEE forms at prefill sizes (docs/perf-notes.md, "Fifth pass"). The limits
