@@ -6,7 +6,8 @@
 #   OUT           where ncu-<n>.csv and profile.log go (default ./out)
 #   BUDGET_S      seconds for the whole script (default 400)
 #   NCU_ARGS      what ncu collects (default: see below)
-#   PROFILE_SET   stalls: preset rows and sections for the static GEMMs' warp stalls
+#   PROFILE_SET   stalls: preset rows and sections for the static GEMMs' warp stalls;
+#                 source: per-instruction stall samples of the one-token kernels (not yet run)
 # ncu serialises kernels (no PDL overlap) and flushes caches before each one (cold L2, as the
 # benchmark), so the durations add up to more than the graph-timed layer: read them as shares.
 # Clocks are left alone (--clock-control none), as the device rules require.
@@ -44,9 +45,20 @@ STALL_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
  --then --preset deepseek-v3 --quant fp8_block128 --tokens 8 --path static"
 STALL_NCU="--page details --section SpeedOfLight --section WarpStateStats --section SchedulerStats
  --section Occupancy --section MemoryWorkloadAnalysis --kernel-name regex:static_gemm --launch-count 2"
+# PROFILE_SET=source: where in the code the one-token kernels wait (per SASS instruction: warp
+# stall samples by reason, SourceCounters), for the static GEMMs and the route + plan launch of
+# the one-token rows: the unit hand-over, the staging round trips and the routing chain that the
+# CTA stamps point at (docs/perf-notes.md, fourth and fifth passes).
+SOURCE_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
+ --then --preset deepseek-v3 --quant fp8_block128 --tokens 1 --path static"
+SOURCE_NCU="--page source --print-source sass --section SourceCounters --section WarpStateStats
+ --kernel-name regex:static_gemm|route_and_plan --launch-count 3"
 if [[ ${PROFILE_SET:-} == stalls ]]; then
   PROFILE_ROWS=${PROFILE_ROWS:-$STALL_ROWS}
   NCU_ARGS=${NCU_ARGS:-$STALL_NCU}
+elif [[ ${PROFILE_SET:-} == source ]]; then
+  PROFILE_ROWS=${PROFILE_ROWS:-$SOURCE_ROWS}
+  NCU_ARGS=${NCU_ARGS:-$SOURCE_NCU}
 fi
 ROWS=${PROFILE_ROWS:-$DEFAULT_ROWS}
 # What ncu collects: by default durations, DRAM bytes and grids (bench/ncu_table.py reads them);
