@@ -113,20 +113,6 @@ Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
   return w;
 }
 
-sm::StaticAct static_act(Activation a) {
-  switch (a) {
-    case Activation::kSwiGLU:
-      return sm::StaticAct::kSwiGLU;
-    case Activation::kGeGLU:
-      return sm::StaticAct::kGeGLU;
-    case Activation::kSwiGLUOAI:
-      return sm::StaticAct::kSwiGLUOAI;
-    case Activation::kReLU2:
-      return sm::StaticAct::kReLU2;
-  }
-  SERVEKIT_FAIL("static moe: unknown activation ", static_cast<int>(a));
-}
-
 template <typename Fn>
 void dispatch(StaticFormat f, Fn&& fn) {
   switch (f) {
@@ -310,7 +296,10 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm1.amax_in_count = plan_grid;
   l.gemm1.h_out = w.h;
   l.gemm1.w13_bias = a.w13_bias;
-  l.gemm1.act = static_act(d.activation);
+  SERVEKIT_CHECK(d.activation == Activation::kSwiGLU || d.activation == Activation::kGeGLU ||
+                     d.activation == Activation::kSwiGLUOAI || d.activation == Activation::kReLU2,
+                 "static moe: unknown activation ", static_cast<int>(d.activation));
+  l.gemm1.act = d.activation;
   l.gemm1.inter = d.intermediate;
   l.gemm1.amax_out = per_tensor ? w.h_amax : nullptr;
 

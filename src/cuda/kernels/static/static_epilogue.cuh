@@ -11,22 +11,7 @@
 
 namespace servekit::cuda::static_moe {
 
-// moe.h's activations (activation_math.cuh: one copy for every kernel; NaN propagates).
-__device__ __forceinline__ Activation static_activation(StaticAct act) {
-  switch (act) {
-    case StaticAct::kGeGLU:
-      return Activation::kGeGLU;
-    case StaticAct::kSwiGLUOAI:
-      return Activation::kSwiGLUOAI;
-    case StaticAct::kReLU2:
-      return Activation::kReLU2;
-    default:
-      return Activation::kSwiGLU;
-  }
-}
-__device__ __forceinline__ float static_gated_act(StaticAct act, float gate, float up) {
-  return activate(static_activation(act), gate, up);
-}
+// moe.h's activations: activation_math.cuh, one copy for every kernel (NaN propagates).
 __device__ __forceinline__ float static_relu2(float v) {
   return activate<Activation::kReLU2>(v, 0.0f);
 }
@@ -49,8 +34,7 @@ __device__ __forceinline__ uint32_t static_gemm1_epilogue(const StaticGemmParams
       const float v0 = acc[nt][c] * alpha, v1 = acc[nt][2 + c] * alpha;
       if (p.gated) {
         const int64_t j = 8 * static_cast<int64_t>(tile) + g;
-        const float out =
-            static_gated_act(p.act, bias ? v0 + bias[j] : v0, bias ? v1 + bias[I + j] : v1);
+        const float out = activate(p.act, bias ? v0 + bias[j] : v0, bias ? v1 + bias[I + j] : v1);
         h[j] = out;
         amax = max(amax, abs_bits(out));
       } else {

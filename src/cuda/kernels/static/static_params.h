@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "cuda/kernels/static/static_tasks.h"
+#include "servekit/moe.h"
 
 namespace servekit::cuda::static_moe {
 
@@ -15,8 +16,6 @@ struct StaticExpertPtrs {
   float w13_alpha = 1.0f;        // StaticPackedMatrix::alpha of each
   float w2_alpha = 1.0f;
 };
-
-enum class StaticAct : int32_t { kSwiGLU, kGeGLU, kSwiGLUOAI, kReLU2 };
 
 // Planner: tasks from the plan's group offsets, and the input amax for fp8_per_tensor.
 struct StaticPlanParams {
@@ -64,7 +63,7 @@ struct StaticGemmParams {
   // GEMM1 epilogue
   float* h_out = nullptr;           // [rows, I] fp32
   const float* w13_bias = nullptr;  // [G, R] or null
-  StaticAct act = StaticAct::kSwiGLU;
+  Activation act = Activation::kSwiGLU;
   int64_t inter = 0;             // I
   uint32_t* amax_out = nullptr;  // fp8_per_tensor: |h| maxima, one per CTA
 
