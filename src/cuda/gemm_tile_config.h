@@ -89,6 +89,33 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
   return {};
 }
 
+// The second bf16 instantiation, for short groups: a 64-row tile, ping-pong (each consumer warp
+// group owns a whole 64x256 tile, 128 accumulators per thread, and the two alternate, so one
+// group's epilogue overlaps the other's mainloop). A group of m rows occupies ceil(m/128)*128
+// rows of the 128-row tile but only ceil(m/64)*64 of this one: at ~128 rows per group
+// (qwen3-30b at 2048 tokens: 128 experts, top-8) the 128-row tile pads about half the groups to
+// 256 rows, so ~1.5x the useful tensor-core work, against ~1.25x here. The fp8 formats have no
+// second instantiation (returns the compiled tile).
+constexpr GemmTileConfig small_m_tile_config(GemmOperand op) {
+  return op == GemmOperand::kBF16 ? GemmTileConfig{64, 256, 64, 1, 2, GemmSchedule::kPingpong}
+                                  : compiled_tile_config(op);
+}
+constexpr bool has_small_m_tile(GemmOperand op) {
+  return !(small_m_tile_config(op) == compiled_tile_config(op));
+}
+
+// Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
+// top-k over the groups, no device read). Below kSmallMTileMaxRows rows per group the padding
+// saved outweighs the smaller tile's lower tensor-core efficiency; above it the groups are
+// several 128-row tiles tall and the padding is a small share either way.
+inline constexpr int64_t kSmallMTileMaxRows = 192;
+enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
+constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
+                                GemmTileChoice choice = GemmTileChoice::kAuto) {
+  if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge) return false;
+  return choice == GemmTileChoice::kSmall || rows_per_group <= kSmallMTileMaxRows;
+}
+
 // Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte
 // aligned rows, so K (row length of A and B) and N (row length of D, bf16) must be multiples of
 // these; fp8_block128 needs K to be a whole number of 128-scale blocks.
@@ -112,9 +139,10 @@ constexpr int64_t gemm_padded_rows(const GemmTileConfig& t, int64_t m) {
   return (m + block - 1) / block * block;
 }
 
-constexpr GemmConfig choose_gemm_config(const GemmDesc& d) {
+// Run-time knobs for one instantiation: `small_m` picks small_m_tile_config (see above).
+constexpr GemmConfig choose_gemm_config(const GemmDesc& d, bool small_m = false) {
   GemmConfig c;
-  c.tile = compiled_tile_config(d.operand);
+  c.tile = small_m ? small_m_tile_config(d.operand) : compiled_tile_config(d.operand);
   // A group's weights (N x K) are far larger than its rows (M_g x K) whenever M_g < N, the MoE
   // case: walking down M keeps one weight tile hot in L2 for every M tile of the group, so each
   // weight byte comes from HBM once. Only groups much taller than wide (a shared expert at
