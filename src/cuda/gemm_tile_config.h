@@ -89,13 +89,16 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
   return {};
 }
 
-// The second bf16 instantiation, for short groups: a 64-row tile, ping-pong (each consumer warp
-// group owns a whole 64x256 tile, 128 accumulators per thread, and the two alternate, so one
-// group's epilogue overlaps the other's mainloop). A group of m rows occupies ceil(m/128)*128
-// rows of the 128-row tile but only ceil(m/64)*64 of this one: at ~128 rows per group
-// (qwen3-30b at 2048 tokens: 128 experts, top-8) the 128-row tile pads about half the groups to
-// 256 rows, so ~1.5x the useful tensor-core work, against ~1.25x here. The fp8 formats have no
-// second instantiation (returns the compiled tile).
+// The second bf16 instantiation, for very short groups: a 64-row tile, ping-pong (each consumer
+// warp group owns a whole 64x256 tile, 128 accumulators per thread, and the two alternate, so
+// one group's epilogue overlaps the other's mainloop). A group of m rows occupies
+// ceil(m/128)*128 rows of the 128-row tile but only ceil(m/64)*64 of this one; but each 64-row
+// tile loads the same 256x64 weight slab per k-step as a 128-row tile for half the MMAs (1.67x
+// the shared-memory bytes per FLOP), so it only pays where the groups are far shorter than 128
+// rows. Measured on the H200 (docs/perf-notes.md, sixth pass; dynamic layer, us, 128-row /
+// 64-row tile): qwen3-30b at 16 / 64 / 128 / 256 rows per expert 371 / 357, 407 / 430, 508 /
+// 584, 773 / 936; qwen3-235b at 32 and 128 rows 1310 / 1276 and 1697 / 2413. The fp8 formats
+// have no second instantiation (returns the compiled tile).
 constexpr GemmTileConfig small_m_tile_config(GemmOperand op) {
   return op == GemmOperand::kBF16 ? GemmTileConfig{64, 256, 64, 1, 2, GemmSchedule::kPingpong}
                                   : compiled_tile_config(op);
@@ -105,10 +108,9 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 }
 
 // Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
-// top-k over the groups, no device read). Below kSmallMTileMaxRows rows per group the padding
-// saved outweighs the smaller tile's lower tensor-core efficiency; above it the groups are
-// several 128-row tiles tall and the padding is a small share either way.
-inline constexpr int64_t kSmallMTileMaxRows = 192;
+// top-k over the groups, no device read): the 64-row tile up to kSmallMTileMaxRows (measured
+// 3-4% faster at 16 and 32 rows, 6% slower at 64), the 128-row tile above.
+inline constexpr int64_t kSmallMTileMaxRows = 32;
 enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
 constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
                                 GemmTileChoice choice = GemmTileChoice::kAuto) {

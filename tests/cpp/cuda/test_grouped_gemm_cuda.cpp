@@ -243,14 +243,16 @@ TEST(GroupedGemmCuda, BF16) {
 TEST(GroupedGemmCuda, BF16SmallM) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_small_m);
 }
-// create() for bf16 picks the tile per run: 318 rows over 5 groups (~64 each) takes the 64-row
-// tile, a hint of 5000 rows (1000 per group) the 128-row one; both on the same object, in turn.
+// create() for bf16 picks the tile per run: a hint of 150 rows over 5 groups (30 each) takes the
+// 64-row tile; no hint (capacity 318, ~64 each) and 5000 rows the 128-row one; all on the same
+// object, in turn. (SERVEKIT_GEMM_TILE must be unset.)
 TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
   SERVEKIT_REQUIRE_GPU();
   auto gemm = GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0);
-  EXPECT_EQ(gemm->config(0).tile.tile_m, 64);
+  EXPECT_EQ(gemm->config(150).tile.tile_m, 64);
+  EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
   EXPECT_EQ(gemm->config(5000).tile.tile_m, 128);
-  run_case(GemmOperand::kBF16, 3712, 2880, nullptr, {0, 5000, 318});
+  run_case(GemmOperand::kBF16, 3712, 2880, nullptr, {150, 0, 5000, 150});
 }
 TEST(GroupedGemmCuda, FP8PerTensor) {
   run_case(GemmOperand::kFP8PerTensor, 3712, 2880);

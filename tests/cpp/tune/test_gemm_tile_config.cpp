@@ -61,11 +61,12 @@ TEST(GemmTileConfig, SmallMTileForShortGroups) {
   EXPECT_EQ(s.schedule, GemmSchedule::kPingpong) << "cooperative splits M over two warp groups";
   EXPECT_EQ(gemm_padded_rows(s, 129), 192);
   EXPECT_EQ(gemm_padded_rows(compiled_tile_config(GemmOperand::kBF16), 129), 256);
-  // qwen3-30b at 2048 tokens: 2048 * 8 / 128 = 128 rows per expert -> small; deepseek-v3 and
-  // mixtral at 8192 (~287 and 2048 rows) -> large; the boundary is inclusive.
-  EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, 128));
+  // qwen3-30b at 256 tokens: 256 * 8 / 128 = 16 rows per expert -> small; at 2048 (128 rows),
+  // deepseek-v3 and mixtral at 8192 (~287 and 2048 rows) -> large; the boundary is inclusive.
+  EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, 16));
   EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, kSmallMTileMaxRows));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, kSmallMTileMaxRows + 1));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 128));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 287));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 16));
   // A forced choice wins over the rows, except where no small tile exists.
