@@ -89,6 +89,35 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
   return {};
 }
 
+// The second bf16 instantiation, for very short groups: a 64-row tile, ping-pong (each consumer
+// warp group owns a whole 64x256 tile, 128 accumulators per thread, and the two alternate, so
+// one group's epilogue overlaps the other's mainloop). A group of m rows occupies
+// ceil(m/128)*128 rows of the 128-row tile but only ceil(m/64)*64 of this one; but each 64-row
+// tile loads the same 256x64 weight slab per k-step as a 128-row tile for half the MMAs (1.67x
+// the shared-memory bytes per FLOP), so it only pays where the groups are far shorter than 128
+// rows. Measured on the H200 (docs/perf-notes.md, sixth pass; dynamic layer, us, 128-row /
+// 64-row tile): qwen3-30b at 16 / 64 / 128 / 256 rows per expert 371 / 357, 407 / 430, 508 /
+// 584, 773 / 936; qwen3-235b at 32 and 128 rows 1310 / 1276 and 1697 / 2413. The fp8 formats
+// have no second instantiation (returns the compiled tile).
+constexpr GemmTileConfig small_m_tile_config(GemmOperand op) {
+  return op == GemmOperand::kBF16 ? GemmTileConfig{64, 256, 64, 1, 2, GemmSchedule::kPingpong}
+                                  : compiled_tile_config(op);
+}
+constexpr bool has_small_m_tile(GemmOperand op) {
+  return !(small_m_tile_config(op) == compiled_tile_config(op));
+}
+
+// Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
+// top-k over the groups, no device read): the 64-row tile up to kSmallMTileMaxRows (measured
+// 3-4% faster at 16 and 32 rows, 6% slower at 64), the 128-row tile above.
+inline constexpr int64_t kSmallMTileMaxRows = 32;
+enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
+constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
+                                GemmTileChoice choice = GemmTileChoice::kAuto) {
+  if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge) return false;
+  return choice == GemmTileChoice::kSmall || rows_per_group <= kSmallMTileMaxRows;
+}
+
 // Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte
 // aligned rows, so K (row length of A and B) and N (row length of D, bf16) must be multiples of
 // these; fp8_block128 needs K to be a whole number of 128-scale blocks.
@@ -112,9 +141,10 @@ constexpr int64_t gemm_padded_rows(const GemmTileConfig& t, int64_t m) {
   return (m + block - 1) / block * block;
 }
 
-constexpr GemmConfig choose_gemm_config(const GemmDesc& d) {
+// Run-time knobs for one instantiation: `small_m` picks small_m_tile_config (see above).
+constexpr GemmConfig choose_gemm_config(const GemmDesc& d, bool small_m = false) {
   GemmConfig c;
-  c.tile = compiled_tile_config(d.operand);
+  c.tile = small_m ? small_m_tile_config(d.operand) : compiled_tile_config(d.operand);
   // A group's weights (N x K) are far larger than its rows (M_g x K) whenever M_g < N, the MoE
   // case: walking down M keeps one weight tile hot in L2 for every M tile of the group, so each
   // weight byte comes from HBM once. Only groups much taller than wide (a shared expert at

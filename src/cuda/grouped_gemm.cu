@@ -1,13 +1,59 @@
-// Dispatch of GroupedGemm::create to the per-format instantiations.
+// Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
+// between the two bf16 tiles.
 #include "cuda/grouped_gemm.h"
 #include "servekit/error.h"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace servekit::cuda {
+
+namespace {
+
+// SERVEKIT_GEMM_TILE=large|small forces one bf16 tile (A/B measurements); else auto.
+GemmTileChoice tile_choice_from_env() {
+  const char* v = std::getenv("SERVEKIT_GEMM_TILE");
+  if (v == nullptr) return GemmTileChoice::kAuto;
+  const std::string_view s(v);
+  if (s == "large") return GemmTileChoice::kLarge;
+  if (s == "small") return GemmTileChoice::kSmall;
+  return GemmTileChoice::kAuto;
+}
+
+// Both bf16 instantiations over one shape; each run picks by its expected rows per group. The
+// two runners own separate argument arrays, so alternating between them needs no ordering.
+class TileChoosingGemm final : public GroupedGemm {
+ public:
+  TileChoosingGemm(const GroupedGemmShape& shape, int device, GemmTileChoice choice)
+      : large_(make_grouped_gemm_bf16(shape, device)),
+        small_(make_grouped_gemm_bf16_small_m(shape, device)),
+        choice_(choice) {}
+
+  void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
+    pick(ops.rows_hint).run(ops, stream);
+  }
+  const GroupedGemmShape& shape() const override { return large_->shape(); }
+  GemmConfig config(int64_t rows_hint) const override { return pick(rows_hint).config(); }
+
+ private:
+  const GroupedGemm& pick(int64_t rows_hint) const {
+    const GroupedGemmShape& s = large_->shape();
+    const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
+    const int64_t per_group = rows / s.num_groups;
+    return use_small_m_tile(s.operand, per_group, choice_) ? *small_ : *large_;
+  }
+
+  std::unique_ptr<GroupedGemm> large_, small_;
+  GemmTileChoice choice_;
+};
+
+}  // namespace
 
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
   switch (shape.operand) {
     case GemmOperand::kBF16:
-      return make_grouped_gemm_bf16(shape, device);
+      // Shape errors are the same for both tiles; the large runner reports them first.
+      return std::make_unique<TileChoosingGemm>(shape, device, tile_choice_from_env());
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:

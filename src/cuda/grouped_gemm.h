@@ -47,6 +47,10 @@ struct GroupedGemmOperands {               // all device pointers
   const float* b_scale = nullptr;        // fp8_per_tensor: [G]
   const float* a_block_scale = nullptr;  // fp8_block128: [rows * K/128], a_block_scale_index
   const float* b_block_scale = nullptr;  // fp8_block128: [G * K/128 * ceil(N/128)]
+  // Host-side tuning hint, never read on the device and never changing results: the rows this
+  // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. bf16 runs with
+  // at most kSmallMTileMaxRows rows per group use the 64-row tile (gemm_tile_config.h).
+  int64_t rows_hint = 0;
 };
 
 // Position of the 1x128 activation scale of permuted row `row` (in group g, whose rows are
@@ -78,11 +82,18 @@ class GroupedGemm {
   virtual void run(const GroupedGemmOperands& ops, cudaStream_t stream) const = 0;
 
   virtual const GroupedGemmShape& shape() const = 0;
-  virtual GemmConfig config() const = 0;
+  // The configuration a run with this rows_hint uses (0: capacity_rows).
+  virtual GemmConfig config(int64_t rows_hint = 0) const = 0;
 };
 
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).
+// create() returns, for bf16, a GroupedGemm holding both bf16 instantiations that picks one per
+// run (use_small_m_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large or =small, read at create,
+// forces one of them (for A/B measurements; anything else or unset: auto). The factories below
+// build one instantiation each (the tests use them to cover both).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
+                                                            int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
                                                               int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmShape& shape,

@@ -379,6 +379,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.b_scale = w13_scale_.get<float>();
   g1.a_block_scale = sfa1_.get<float>();
   g1.b_block_scale = w13_sfb_.get<float>();
+  g1.rows_hint = rows_bound;  // picks the bf16 tile: 64 rows for short expert groups
   gemm1_->run(g1, stream);
 
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
@@ -395,6 +396,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g2.b_scale = w2_scale_.get<float>();
   g2.a_block_scale = sfa2_.get<float>();
   g2.b_block_scale = w2_sfb_.get<float>();
+  g2.rows_hint = rows_bound;
   gemm2_->run(g2, stream);
 
   cuda::launch_combine(x_.get(), plan_, weights, tokens, top_k_, num_shared_, hidden_,

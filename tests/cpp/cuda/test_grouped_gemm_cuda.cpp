@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -154,7 +155,11 @@ Tolerance tolerance(GemmOperand op) {
   return op == GemmOperand::kFP8PerTensor ? Tolerance{1e-2, 1.0 / 64} : Tolerance{3e-3, 1.0 / 256};
 }
 
-void run_case(GemmOperand op, int64_t n, int64_t k) {
+using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
+
+// factory: one instantiation; null: GroupedGemm::create, run with each rows_hint in `hints`.
+void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
+              std::vector<int64_t> hints = {0}) {
   SERVEKIT_REQUIRE_GPU();
   const Tolerance tol = tolerance(op);
   // The same five groups in two orders (318 rows), then all empty (nothing may be written).
@@ -163,7 +168,8 @@ void run_case(GemmOperand op, int64_t n, int64_t k) {
   const int groups = 5;
   const int64_t rows = 318;
   const Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
-  auto gemm = GroupedGemm::create({op, groups, n, k, rows}, 0);
+  auto gemm = factory ? factory({op, groups, n, k, rows}, 0)
+                      : GroupedGemm::create({op, groups, n, k, rows}, 0);
 
   DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
@@ -180,53 +186,73 @@ void run_case(GemmOperand op, int64_t n, int64_t k) {
   DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? b_scale_upload : o.b_tensor_scale);
   DeviceArray<float> d_a_scale(std::vector<float>{o.a_tensor_scale});
 
-  for (const auto& sizes : layouts) {
-    std::vector<int32_t> offsets{0};
-    for (int m : sizes) offsets.push_back(offsets.back() + m);
-    DeviceArray<int32_t> d_off(offsets);
-    DeviceArray<float> d_a_blocks(op == GemmOperand::kFP8Block128 ? grouped_a_scales(o, sizes)
-                                                                  : std::vector<float>{});
-    d_d.poison();
-    GroupedGemmOperands ops;
-    ops.group_offsets = d_off.get();
-    ops.a = d_a.get();
-    ops.b = d_b.get();
-    ops.d = d_d.get();
-    if (op == GemmOperand::kFP8PerTensor) {
-      ops.a_scale = d_a_scale.get();
-      ops.b_scale = d_b_scale.get();
-    }
-    if (op == GemmOperand::kFP8Block128) {
-      ops.a_block_scale = d_a_blocks.get();
-      ops.b_block_scale = d_b_scale.get();
-    }
-    gemm->run(ops, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-
-    const std::vector<double> ref = reference(op, o, sizes);
-    const std::vector<uint16_t> d = d_d.download();
-    for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
-    if (ref.empty()) continue;
-    double err2 = 0.0, ref2 = 0.0;
-    for (double v : ref) ref2 += v * v;
-    const double rms = std::sqrt(ref2 / static_cast<double>(ref.size()));
-    int64_t bad = 0;
-    for (size_t i = 0; i < ref.size(); ++i) {
-      const double got = bf16_to_float(d[i]);
-      err2 += (got - ref[i]) * (got - ref[i]);
-      if (!(std::abs(got - ref[i]) <= tol.element * (std::abs(ref[i]) + rms))) {
-        if (bad++ < 5)
-          ADD_FAILURE() << "row " << i / n << " col " << i % n << ": " << got << " vs " << ref[i];
+  for (int64_t hint : hints)
+    for (const auto& sizes : layouts) {
+      SCOPED_TRACE("rows_hint " + std::to_string(hint) + ", tile M " +
+                   std::to_string(gemm->config(hint).tile.tile_m));
+      std::vector<int32_t> offsets{0};
+      for (int m : sizes) offsets.push_back(offsets.back() + m);
+      DeviceArray<int32_t> d_off(offsets);
+      DeviceArray<float> d_a_blocks(op == GemmOperand::kFP8Block128 ? grouped_a_scales(o, sizes)
+                                                                    : std::vector<float>{});
+      d_d.poison();
+      GroupedGemmOperands ops;
+      ops.group_offsets = d_off.get();
+      ops.a = d_a.get();
+      ops.b = d_b.get();
+      ops.d = d_d.get();
+      ops.rows_hint = hint;
+      if (op == GemmOperand::kFP8PerTensor) {
+        ops.a_scale = d_a_scale.get();
+        ops.b_scale = d_b_scale.get();
       }
+      if (op == GemmOperand::kFP8Block128) {
+        ops.a_block_scale = d_a_blocks.get();
+        ops.b_block_scale = d_b_scale.get();
+      }
+      gemm->run(ops, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+      const std::vector<double> ref = reference(op, o, sizes);
+      const std::vector<uint16_t> d = d_d.download();
+      for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
+      if (ref.empty()) continue;
+      double err2 = 0.0, ref2 = 0.0;
+      for (double v : ref) ref2 += v * v;
+      const double rms = std::sqrt(ref2 / static_cast<double>(ref.size()));
+      int64_t bad = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const double got = bf16_to_float(d[i]);
+        err2 += (got - ref[i]) * (got - ref[i]);
+        if (!(std::abs(got - ref[i]) <= tol.element * (std::abs(ref[i]) + rms))) {
+          if (bad++ < 5)
+            ADD_FAILURE() << "row " << i / n << " col " << i % n << ": " << got << " vs " << ref[i];
+        }
+      }
+      EXPECT_EQ(bad, 0);
+      EXPECT_LE(std::sqrt(err2 / ref2), tol.l2);
     }
-    EXPECT_EQ(bad, 0);
-    EXPECT_LE(std::sqrt(err2 / ref2), tol.l2);
-  }
 }
 
 // N = 2 * 1856 (an odd gated intermediate), K = 2880 (gpt-oss hidden, 22.5 blocks of 128).
 TEST(GroupedGemmCuda, BF16) {
-  run_case(GemmOperand::kBF16, 3712, 2880);
+  run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16);
+}
+// The 64-row ping-pong tile: the 300-row group spans 5 tiles (the last one 44 rows), the 17- and
+// 1-row groups one partial tile each.
+TEST(GroupedGemmCuda, BF16SmallM) {
+  run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_small_m);
+}
+// create() for bf16 picks the tile per run: a hint of 150 rows over 5 groups (30 each) takes the
+// 64-row tile; no hint (capacity 318, ~64 each) and 5000 rows the 128-row one; all on the same
+// object, in turn. (SERVEKIT_GEMM_TILE must be unset.)
+TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
+  SERVEKIT_REQUIRE_GPU();
+  auto gemm = GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0);
+  EXPECT_EQ(gemm->config(150).tile.tile_m, 64);
+  EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
+  EXPECT_EQ(gemm->config(5000).tile.tile_m, 128);
+  run_case(GemmOperand::kBF16, 3712, 2880, nullptr, {150, 0, 5000, 150});
 }
 TEST(GroupedGemmCuda, FP8PerTensor) {
   run_case(GemmOperand::kFP8PerTensor, 3712, 2880);

@@ -21,23 +21,24 @@ int accumulators_per_thread(GemmOperand op, const GemmTileConfig& t) {
 }
 
 TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
-  for (GemmOperand op : kOperands) {
-    SCOPED_TRACE(static_cast<int>(op));
-    const GemmTileConfig t = compiled_tile_config(op);
-    EXPECT_EQ(t.tile_m % 64, 0) << "wgmma M granule is 64";
-    if (t.schedule == GemmSchedule::kCooperative) {
-      EXPECT_GE(t.tile_m, 128);
+  for (GemmOperand op : kOperands)
+    for (bool small : {false, true}) {
+      SCOPED_TRACE(static_cast<int>(op) * 10 + small);
+      const GemmTileConfig t = small ? small_m_tile_config(op) : compiled_tile_config(op);
+      EXPECT_EQ(t.tile_m % 64, 0) << "wgmma M granule is 64";
+      if (t.schedule == GemmSchedule::kCooperative) {
+        EXPECT_GE(t.tile_m, 128);
+      }
+      EXPECT_EQ(t.tile_k * gemm_operand_bytes(op) % 128, 0) << "whole 128-byte swizzle rows";
+      // 232 registers per math thread after setmaxnreg; more than 128 accumulators spill.
+      EXPECT_LE(accumulators_per_thread(op, t), 128);
+      // At least 3 pipeline stages in 227 KB of shared memory, leaving 32 KB for the epilogue.
+      const int stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * gemm_operand_bytes(op);
+      EXPECT_GE((227 - 32) * 1024 / stage_bytes, 3);
+      // MoE groups are a few tiles tall: a cluster along M would pad every group to 2 tiles.
+      EXPECT_EQ(t.cluster_m, 1);
+      EXPECT_LE(t.cluster_m * t.cluster_n, 2);
     }
-    EXPECT_EQ(t.tile_k * gemm_operand_bytes(op) % 128, 0) << "whole 128-byte swizzle rows";
-    // 232 registers per math thread after setmaxnreg; more than 128 accumulators spill.
-    EXPECT_LE(accumulators_per_thread(op, t), 128);
-    // At least 3 pipeline stages in 227 KB of shared memory, leaving 32 KB for the epilogue.
-    const int stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * gemm_operand_bytes(op);
-    EXPECT_GE((227 - 32) * 1024 / stage_bytes, 3);
-    // MoE groups are a few tiles tall: a cluster along M would pad every group to 2 tiles.
-    EXPECT_EQ(t.cluster_m, 1);
-    EXPECT_LE(t.cluster_m * t.cluster_n, 2);
-  }
   const GemmTileConfig b = compiled_tile_config(GemmOperand::kFP8Block128);
   EXPECT_EQ(b.tile_k, 128) << "one activation/weight scale block per K tile";
   EXPECT_EQ(b.tile_n % 128, 0) << "whole weight scale blocks along N";
@@ -48,6 +49,31 @@ TEST(GemmTileConfig, ChoiceUsesTheCompiledTile) {
     const GemmDesc d{op, 4096, 7168, 257, 73728 / 257};
     EXPECT_TRUE(choose_gemm_config(d).tile == compiled_tile_config(op));
   }
+}
+
+TEST(GemmTileConfig, SmallMTileForShortGroups) {
+  // Only bf16 has a second instantiation: a 64-row tile, half the padding of the 128-row one.
+  EXPECT_TRUE(has_small_m_tile(GemmOperand::kBF16));
+  EXPECT_FALSE(has_small_m_tile(GemmOperand::kFP8PerTensor));
+  EXPECT_FALSE(has_small_m_tile(GemmOperand::kFP8Block128));
+  const GemmTileConfig s = small_m_tile_config(GemmOperand::kBF16);
+  EXPECT_EQ(s.tile_m, 64);
+  EXPECT_EQ(s.schedule, GemmSchedule::kPingpong) << "cooperative splits M over two warp groups";
+  EXPECT_EQ(gemm_padded_rows(s, 129), 192);
+  EXPECT_EQ(gemm_padded_rows(compiled_tile_config(GemmOperand::kBF16), 129), 256);
+  // qwen3-30b at 256 tokens: 256 * 8 / 128 = 16 rows per expert -> small; at 2048 (128 rows),
+  // deepseek-v3 and mixtral at 8192 (~287 and 2048 rows) -> large; the boundary is inclusive.
+  EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, 16));
+  EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, kSmallMTileMaxRows));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, kSmallMTileMaxRows + 1));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 128));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 287));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 16));
+  // A forced choice wins over the rows, except where no small tile exists.
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 16, GemmTileChoice::kLarge));
+  EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, 4096, GemmTileChoice::kSmall));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8PerTensor, 16, GemmTileChoice::kSmall));
+  EXPECT_TRUE(choose_gemm_config({GemmOperand::kBF16, 1536, 2048, 128, 128}, true).tile == s);
 }
 
 TEST(GemmTileConfig, RasterFollowsTheLargerOperand) {
