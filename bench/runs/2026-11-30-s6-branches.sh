@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Prepared for the next session (not yet run): wip/fused-xquant, wip/task-token and the two
-# together (wip/xquant-token) against main in ONE device call, instead of next-fused-xquant.sh
-# and next-task-token.sh one after the other (one startup and one build step fewer). The GPU
+# Ran in session 6 (results: bench/results/h200/ab/2026-11-30-s6-branches-*): wip/fused-xquant, wip/task-token and the two
+# together (wip/xquant-token) against main in ONE device call, instead of one call per
+# branch (one startup and one build step fewer). The GPU
 # tests run on the combined tree only (it holds both changes).
 # Prepare: for b in main wip/fused-xquant wip/task-token wip/xquant-token; do d=ab-${b##*/};
 #   rm -rf $d; mkdir $d; git archive $b | tar -x -C $d; done
-# Run (carry [".deps"], timeout_s 600): bash bench/runs/next-s6-branches.sh
+# Run (carry [".deps"], timeout_s 600): bash bench/runs/2026-11-30-s6-branches.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export TREES="ab-main ab-fused-xquant ab-task-token ab-xquant-token"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Prepared for a device call (not yet run): GEMM2's L2 prefetch of its own weight range before
+# Ran in session 6 (results: bench/results/h200/ab/2026-11-30-s6-prefetch-*): GEMM2's L2 prefetch of its own weight range before
 # its dependency wait (branch wip/gemm2-prefetch, SERVEKIT_STATIC_GEMM2_PREFETCH_KB), swept in
 # one build on the static path's one-, eight- and 32-token rows, the sizes interleaved so that
 # drift within the lease does not favour one of them; then the stamps of qwen3-30b T=1 with and
 # without it (how long GEMM2's k-loops take after its release); then GEMM2 with one CTA per SM.
 # Prepare: d=ab-gemm2-prefetch; rm -rf $d; mkdir $d; git archive wip/gemm2-prefetch | tar -x -C $d
-# Run (carry [".deps"], timeout_s 600): bash bench/runs/next-gemm2-prefetch.sh
+# Run (carry [".deps"], timeout_s 600): bash bench/runs/2026-11-30-s6-gemm2-prefetch.sh
 # Output: OUT/prefetch.tgz and OUT/summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -9,7 +9,7 @@
 # Prepare here (untracked folders travel with the tree; the device's .git is stale):
 #   for b in main wip/defer-fixup wip/route-plan-smem; do d=ab-${b##*/}; rm -rf $d; mkdir $d;
 #     git archive $b | tar -x -C $d; done
-# Run (carry [".deps"], timeout_s 600): bash bench/runs/next-tail-branches.sh
+# Run (carry [".deps"], timeout_s 600): bash bench/runs/2026-11-30-s5-tail-branches.sh
 # Delete the ab-* folders afterwards. Merge a branch only if its GPU tests pass and its
 # one-token rows are faster; then run the full scripts/gpu-check.sh on the merge.
 set -uo pipefail

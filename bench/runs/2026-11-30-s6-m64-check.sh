@@ -2,7 +2,7 @@
 # Device call for the 64-row bf16 tile at its measured threshold (kSmallMTileMaxRows = 32): the
 # whole GPU check without a benchmark (build, every GPU and CPU test, memcheck, racecheck), then
 # the dynamic rows the pick changes, automatic against the forced 128-row tile, interleaved.
-# Run (carry [".deps"], timeout_s 600): SERVEKIT_COMMIT=<sha> bash bench/runs/next-m64-check.sh
+# Run (carry [".deps"], timeout_s 600): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-11-30-s6-m64-check.sh
 # Output: OUT/ (gpu-check's files) plus OUT/m64-rows.tgz and OUT/rows.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

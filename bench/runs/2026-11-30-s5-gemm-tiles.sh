@@ -6,7 +6,7 @@
 # mixtral (K = 4096 / 14336), with deepseek-v3 as the control. One build, both tile sets by the
 # environment variable, same GPU.
 # Prepare: d=ab-gemm-tiles-alt; rm -rf $d; mkdir $d; git archive wip/gemm-tiles-alt | tar -x -C $d
-# Run (carry [".deps"], timeout_s 600): bash bench/runs/next-gemm-tiles.sh
+# Run (carry [".deps"], timeout_s 600): bash bench/runs/2026-11-30-s5-gemm-tiles.sh
 # Output: OUT/tiles.tgz and OUT/summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -3,7 +3,7 @@
 # 128-row cooperative one on the dynamic path, in one build (SERVEKIT_GEMM_TILE=large|small
 # forces one; unset picks per run from the rows per expert), rounds interleaved so drift within
 # the lease favours neither. First the grouped-GEMM and layer GPU tests with the automatic pick.
-# Run from the branch's checkout (carry [".deps"], timeout_s 600): bash bench/runs/next-gemm-m64.sh
+# Run from the branch's checkout (carry [".deps"], timeout_s 600): bash bench/runs/2026-11-30-s6-gemm-m64.sh
 # Output: OUT/m64.tgz and OUT/summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
