@@ -2,9 +2,10 @@
 // (Desc -> Config), so the choice can be printed and unit-tested on a machine without a GPU.
 // Plain C++17: no CUDA or CUTLASS includes. Internal header.
 //
-// Only the tile shapes that compiled_tile_config() returns are instantiated (one CUTLASS kernel
-// per operand format: each costs minutes and gigabytes to compile); choose_gemm_config() picks
-// the run-time knobs (raster order, swizzle) per problem. Adding a tile means one more
+// Only the tile shapes that compiled_tile_config() and small_m_tile_config() return are
+// instantiated (one CUTLASS kernel per operand format, plus bf16's 64-row tile: each costs
+// minutes and gigabytes to compile); use_small_m_tile() picks between bf16's two per run and
+// choose_gemm_config() the run-time knobs (raster order, swizzle). Adding a tile means one more
 // instantiation .cu file and a case here.
 #pragma once
 
