@@ -74,8 +74,8 @@ class GroupedGemmRunner final : public GroupedGemm {
                    " == 0, all positive");
     SERVEKIT_CHECK(shape.n < (int64_t{1} << 31) && shape.k < (int64_t{1} << 31),
                    "grouped_gemm: n=", shape.n, " k=", shape.k, " exceed the int32 problem shape");
-    config_ = choose_gemm_config(
-        desc, has_small_m_tile(K::kOperand) && K::kTile == small_m_tile_config(K::kOperand));
+    // small_m_tile_config is the compiled tile for formats without a second one.
+    config_ = choose_gemm_config(desc, K::kTile == small_m_tile_config(K::kOperand));
     SERVEKIT_CHECK(config_.tile == K::kTile, "grouped_gemm: the chosen tile is not compiled");
     SERVEKIT_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
@@ -105,7 +105,7 @@ class GroupedGemmRunner final : public GroupedGemm {
   }
 
   const GroupedGemmShape& shape() const override { return shape_; }
-  GemmConfig config(int64_t /*rows_hint*/ = 0) const override { return config_; }
+  GemmConfig config(int64_t /*rows_hint*/) const override { return config_; }
 
  private:
   // Carves every per-group array and the CUTLASS workspace out of one allocation.
