@@ -16,6 +16,8 @@
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
+#   RUN_TESTS        0 skips the test and sanitizer stages (a benchmark-only call on a commit whose
+#                    full check already passed; default 1)
 # Exit status: 0 when every stage passed, 1 otherwise (later stages still run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -26,6 +28,7 @@ OUT=${OUT:-$PWD/out}
 BENCH_SET=${BENCH_SET:-quick}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build}
+RUN_TESTS=${RUN_TESTS:-1}
 JOBS=$(nproc)
 
 left() { echo $((START + BUDGET_S - $(date +%s))); }
@@ -93,7 +96,10 @@ fi
 
 # ---- tests -------------------------------------------------------------------------------------
 : >"$OUT/tests.log"
-if ((BUILD_OK)) && [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then
+if ((!RUN_TESTS)); then
+  echo "tests skipped (RUN_TESTS=0)" | tee -a "$OUT/tests.log"
+  record tests skipped 0
+elif ((BUILD_OK)) && [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then
   echo "--- GPU tests" >>"$OUT/tests.log"
   run_stage gpu-tests "$(cap $(($(left) - 120)) 180)" "$OUT/tests.log" \
     ctest --test-dir "$BUILD_DIR" -L gpu --output-on-failure --timeout 120
@@ -109,7 +115,9 @@ fi
 SANITIZER=$(command -v compute-sanitizer ||
   ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
     2>/dev/null | head -n 1)
-if ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
+if ((!RUN_TESTS)); then
+  echo "sanitizers skipped (RUN_TESTS=0)" | tee -a "$OUT/sanitizer.log"
+elif ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
   run_stage memcheck "$(cap $(($(left) - 90)) 120)" "$OUT/sanitizer.log" \
     "$SANITIZER" --tool memcheck --error-exitcode 1 \
     "$BUILD_DIR/servekit" moe --preset tiny --tokens 33 --quant bf16 --device cuda --check
