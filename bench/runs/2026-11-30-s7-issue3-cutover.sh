@@ -13,13 +13,13 @@ B=build-dev
 START=$(date +%s)
 mkdir -p "$OUT"
 BENCH_SET=none RUN_TESTS=0 BUDGET_S=300 BUILD_DIR=$B OUT=$OUT bash scripts/gpu-check.sh
-timeout 200 "$B/servekit" bench moe --preset qwen3-30b-a3b --quant bf16 --tokens 8,12,16,20,24,32 \
+timeout 170 "$B/servekit" bench moe --preset qwen3-30b-a3b --quant bf16 --tokens 8,12,16,20,24,32 \
   --routing uniform --path both --peer off --check-tokens 1 \
   --then --preset qwen3-235b-a22b --quant bf16 --tokens 8,12,16,24,32 --routing uniform \
   --path both --peer off --check-tokens 1 \
-  --then --preset deepseek-v3 --quant fp8_block128 --tokens 8,16,24,32 --routing uniform,skewed \
+  --then --preset deepseek-v3 --quant fp8_block128 --tokens 8,16,24,32 --routing uniform \
   --path both --peer off --check-tokens 1 \
-  --max-seconds 170 --commit "${SERVEKIT_COMMIT:-unknown}" --out "$OUT/cutover.json" \
+  --max-seconds 140 --commit "${SERVEKIT_COMMIT:-unknown}" --out "$OUT/cutover.json" \
   >"$OUT/cutover.log" 2>&1
 tail -n 40 "$OUT/cutover.log"
 LEFT=$((START + 585 - $(date +%s)))
