@@ -15,22 +15,23 @@ namespace servekit::tune {
 // shapes keep the design point of the static path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
-      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 64, true,
-       "static 670.4 us vs dynamic 726.2 us at T=8; at T=32 1546.0 vs 1553.8 uniform but "
-       "1283.3 vs 1186.2 skewed (issue4-s3.json)"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 128, true,
+       "static 1071.2 us vs dynamic 1116.1 us at T=16; 1334.1 vs 1331.7 at T=24, 1573.2 vs "
+       "1555.7 at T=32 (cutover-s7.json)"},
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 8, true,
        "static 243.3 us (issues-final.json) vs dynamic 315.6 us (issue3-dynamic.json) at T=1; "
        "3397.0 vs 2574.7 at T=32"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false, "not yet measured"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 256, true,
        "static 1525.0 us vs dynamic 3139.3 us at T=32, the largest measured"},
-      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 256, true,
-       "static 1023.3 us vs dynamic 1054.4 us at T=32; 1366.1 vs 1247.1 at T=128 with every "
-       "token on one expert"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 128, true,
+       "static 772.0 us vs dynamic 772.3 us at T=16; 916.0 vs 905.4 at T=24, 1028.1 vs 1013.6 "
+       "at T=32 (cutover-s7.json: the 64-row tile made the dynamic path faster there)"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
        "static 537.9 us vs dynamic 1102.9 us at T=32, the largest measured"},
-      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 256, true,
-       "static 295.2 us vs dynamic 305.0 us at T=32; 391.7 vs 359.4 at T=128"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 128, true,
+       "static 209.8 us vs dynamic 216.4 us at T=16; 262.3 vs 258.9 at T=20, 295.0 vs 287.5 at "
+       "T=32 (cutover-s7.json: the 64-row tile made the dynamic path faster there)"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, false, "not yet measured"},
       {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,
        "static 443.6 us vs dynamic 975.8 us at T=32, the largest measured"},
