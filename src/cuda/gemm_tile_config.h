@@ -3,8 +3,9 @@
 // Plain C++17: no CUDA or CUTLASS includes. Internal header.
 //
 // Only the tile shapes that compiled_tile_config() and small_m_tile_config() return are
-// instantiated (one CUTLASS kernel per operand format, plus bf16's 64-row tile: each costs
-// minutes and gigabytes to compile); use_small_m_tile() picks between bf16's two per run and
+// instantiated (one CUTLASS kernel per operand format, plus a 64-row tile for bf16 and
+// fp8_block128: each costs minutes and gigabytes to compile); use_small_m_tile() picks between a
+// format's two per run and
 // choose_gemm_config() the run-time knobs (raster order, swizzle). Adding a tile means one more
 // instantiation .cu file and a case here.
 #pragma once
@@ -90,27 +91,39 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
   return {};
 }
 
-// The second bf16 instantiation, for very short groups: a 64-row tile, ping-pong (each consumer
-// warp group owns a whole 64x256 tile, 128 accumulators per thread, and the two alternate, so
-// one group's epilogue overlaps the other's mainloop). A group of m rows occupies
-// ceil(m/128)*128 rows of the 128-row tile but only ceil(m/64)*64 of this one; but each 64-row
-// tile loads the same 256x64 weight slab per k-step as a 128-row tile for half the MMAs (1.67x
-// the shared-memory bytes per FLOP), so it only pays where the groups are far shorter than 128
-// rows. Measured on the H200 (docs/perf-notes.md, sixth pass; dynamic layer, us, 128-row /
-// 64-row tile): qwen3-30b at 16 / 64 / 128 / 256 rows per expert 371 / 357, 407 / 430, 508 /
-// 584, 773 / 936; qwen3-235b at 32 and 128 rows 1310 / 1276 and 1697 / 2413. The fp8 formats
-// have no second instantiation (returns the compiled tile).
+// The second instantiation of bf16 and fp8_block128, for very short groups: a 64x128 tile,
+// ping-pong (each consumer warp group owns a whole tile and the two alternate, so one group's
+// epilogue overlaps the other's mainloop). A group of m rows occupies ceil(m/128)*128 rows of
+// the 128-row tile but only ceil(m/64)*64 of this one, and N = 128 gives twice the tiles per
+// group of a 256-wide tile: at decode sizes (1-2 rows per expert) a 64x256 grid is ~5 waves deep
+// on 132 SMs with a part-empty last wave, the 64x128 grid ~10. Each 64-row tile loads its weight
+// slab for half the MMAs of a 128-row tile, so it only pays where the groups are far shorter
+// than 128 rows and the GEMM is bound by reading the weights. Measured on the H200
+// (docs/perf-notes.md, sixth and seventh passes; dynamic layer, us):
+//   bf16, 128x256 vs 64x256: qwen3-30b at 16 / 64 / 128 rows per expert 371 / 357, 407 / 430,
+//     508 / 584; 64x256 vs 64x128 at 8, 16, 32 tokens: qwen3-235b 493 / 490, 765 / 753,
+//     1012 / 999, qwen3-30b 160 / 155, 215 / 209, 287 / 283.
+//   fp8_block128, 128x128 vs 64x128: deepseek-v3 at 8 / 16 / 32 tokens 725 / 647,
+//     1098 / 985, 1538 / 1397.
+// fp8_per_tensor has no second instantiation (returns the compiled tile).
 constexpr GemmTileConfig small_m_tile_config(GemmOperand op) {
-  return op == GemmOperand::kBF16 ? GemmTileConfig{64, 256, 64, 1, 2, GemmSchedule::kPingpong}
-                                  : compiled_tile_config(op);
+  switch (op) {
+    case GemmOperand::kBF16:
+      return {64, 128, 64, 1, 2, GemmSchedule::kPingpong};
+    case GemmOperand::kFP8Block128:
+      return {64, 128, 128, 1, 2, GemmSchedule::kPingpong};
+    case GemmOperand::kFP8PerTensor:
+      break;
+  }
+  return compiled_tile_config(op);
 }
 constexpr bool has_small_m_tile(GemmOperand op) {
   return !(small_m_tile_config(op) == compiled_tile_config(op));
 }
 
 // Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
-// top-k over the groups, no device read): the 64-row tile up to kSmallMTileMaxRows (measured
-// 3-4% faster at 16 and 32 rows, 6% slower at 64), the 128-row tile above.
+// top-k over the groups, no device read): the 64-row tile up to kSmallMTileMaxRows (bf16's
+// 64x256 measured 3-4% faster at 16 and 32 rows, 6% slower at 64), the 128-row tile above.
 inline constexpr int64_t kSmallMTileMaxRows = 32;
 enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
 constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
@@ -142,10 +155,10 @@ constexpr int64_t gemm_padded_rows(const GemmTileConfig& t, int64_t m) {
   return (m + block - 1) / block * block;
 }
 
-// Run-time knobs for one instantiation: `small_m` picks small_m_tile_config (see above).
-constexpr GemmConfig choose_gemm_config(const GemmDesc& d, bool small_m = false) {
+// Run-time knobs for the instantiation of tile `tile`.
+constexpr GemmConfig choose_gemm_config(const GemmDesc& d, const GemmTileConfig& tile) {
   GemmConfig c;
-  c.tile = small_m ? small_m_tile_config(d.operand) : compiled_tile_config(d.operand);
+  c.tile = tile;
   // A group's weights (N x K) are far larger than its rows (M_g x K) whenever M_g < N, the MoE
   // case: walking down M keeps one weight tile hot in L2 for every M tile of the group, so each
   // weight byte comes from HBM once. Only groups much taller than wide (a shared expert at
@@ -155,6 +168,11 @@ constexpr GemmConfig choose_gemm_config(const GemmDesc& d, bool small_m = false)
   // swizzle width and waste CTAs, so keep the plain order.
   c.max_swizzle = 1;
   return c;
+}
+// `small_m` picks small_m_tile_config (see above), else the compiled tile.
+constexpr GemmConfig choose_gemm_config(const GemmDesc& d, bool small_m = false) {
+  return choose_gemm_config(
+      d, small_m ? small_m_tile_config(d.operand) : compiled_tile_config(d.operand));
 }
 
 }  // namespace servekit::cuda

@@ -1,5 +1,5 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
-// between the two bf16 tiles.
+// between a format's two tiles (bf16, fp8_block128).
 #include "cuda/grouped_gemm.h"
 #include "servekit/error.h"
 
@@ -10,7 +10,7 @@ namespace servekit::cuda {
 
 namespace {
 
-// SERVEKIT_GEMM_TILE=large|small forces one bf16 tile (A/B measurements); else auto.
+// SERVEKIT_GEMM_TILE=large|small forces one tile (A/B measurements); else auto.
 GemmTileChoice tile_choice_from_env() {
   const char* v = std::getenv("SERVEKIT_GEMM_TILE");
   if (v == nullptr) return GemmTileChoice::kAuto;
@@ -20,14 +20,15 @@ GemmTileChoice tile_choice_from_env() {
   return GemmTileChoice::kAuto;
 }
 
-// Both bf16 instantiations over one shape; each run picks by its expected rows per group. The
-// two runners own separate argument arrays, so alternating between them needs no ordering.
+using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
+
+// A format's two instantiations over one shape; each run picks by its expected rows per group.
+// The two runners own separate argument arrays, so alternating between them needs no ordering.
 class TileChoosingGemm final : public GroupedGemm {
  public:
-  TileChoosingGemm(const GroupedGemmShape& shape, int device, GemmTileChoice choice)
-      : large_(make_grouped_gemm_bf16(shape, device)),
-        small_(make_grouped_gemm_bf16_small_m(shape, device)),
-        choice_(choice) {}
+  TileChoosingGemm(const GroupedGemmShape& shape, int device, Factory large, Factory small,
+                   GemmTileChoice choice)
+      : large_(large(shape, device)), small_(small(shape, device)), choice_(choice) {}
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     pick(ops.rows_hint).run(ops, stream);
@@ -51,13 +52,17 @@ class TileChoosingGemm final : public GroupedGemm {
 
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
   switch (shape.operand) {
+    // Shape errors are the same for both tiles; the large runner reports them first.
     case GemmOperand::kBF16:
-      // Shape errors are the same for both tiles; the large runner reports them first.
-      return std::make_unique<TileChoosingGemm>(shape, device, tile_choice_from_env());
+      return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_bf16,
+                                                make_grouped_gemm_bf16_small_m,
+                                                tile_choice_from_env());
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
-      return make_grouped_gemm_fp8_block128(shape, device);
+      return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
+                                                make_grouped_gemm_fp8_block128_small_m,
+                                                tile_choice_from_env());
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));
 }

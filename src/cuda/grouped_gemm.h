@@ -87,8 +87,9 @@ class GroupedGemm {
 };
 
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).
-// create() returns, for bf16, a GroupedGemm holding both bf16 instantiations that picks one per
-// run (use_small_m_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large or =small, read at create,
+// create() returns, for bf16 and fp8_block128, a GroupedGemm holding the format's two
+// instantiations (128-row and 64-row tiles, gemm_tile_config.h) that picks one per run
+// (use_small_m_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large or =small, read at create,
 // forces one of them (for A/B measurements; anything else or unset: auto). The factories below
 // build one instantiation each (the tests use them to cover both).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
@@ -98,5 +99,7 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmS
                                                               int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmShape& shape,
                                                             int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const GroupedGemmShape& shape,
+                                                                    int device);
 
 }  // namespace servekit::cuda

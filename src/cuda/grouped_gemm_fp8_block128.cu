@@ -1,4 +1,5 @@
-// The one CUTLASS instantiation of the fp8_block128 grouped GEMM (tile from compiled_tile_config).
+// The 128-row CUTLASS instantiation of the fp8_block128 grouped GEMM (tile from
+// compiled_tile_config); grouped_gemm_fp8_block128_small_m.cu holds the 64-row one.
 #include "cuda/kernels/gemm/grouped_gemm_runner.cuh"
 
 namespace servekit::cuda {

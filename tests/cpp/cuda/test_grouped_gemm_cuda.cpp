@@ -238,8 +238,8 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
 TEST(GroupedGemmCuda, BF16) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16);
 }
-// The 64-row ping-pong tile: the 300-row group spans 5 tiles (the last one 44 rows), the 17- and
-// 1-row groups one partial tile each.
+// The 64-row ping-pong bf16 tile: the 300-row group spans 5 tiles (the last one 44 rows), the 17-
+// and 1-row groups one partial tile each.
 TEST(GroupedGemmCuda, BF16SmallM) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_small_m);
 }
@@ -260,6 +260,19 @@ TEST(GroupedGemmCuda, FP8PerTensor) {
 // Block scales need K % 128 == 0: K = 2944 (23 blocks); N = 2880 ends in a half block.
 TEST(GroupedGemmCuda, FP8Block128) {
   run_case(GemmOperand::kFP8Block128, 2880, 2944);
+}
+// The 64-row ping-pong fp8_block128 tile (64x128: the half scale block at N's end is a whole
+// partial tile here).
+TEST(GroupedGemmCuda, FP8Block128SmallM) {
+  run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_small_m);
+}
+// create() for fp8_block128 picks the tile per run, as for bf16. (SERVEKIT_GEMM_TILE unset.)
+TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
+  SERVEKIT_REQUIRE_GPU();
+  auto gemm = GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0);
+  EXPECT_EQ(gemm->config(150).tile.tile_m, 64);
+  EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
+  run_case(GemmOperand::kFP8Block128, 2880, 2944, nullptr, {150, 0, 150});
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

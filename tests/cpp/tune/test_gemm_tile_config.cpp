@@ -52,13 +52,19 @@ TEST(GemmTileConfig, ChoiceUsesTheCompiledTile) {
 }
 
 TEST(GemmTileConfig, SmallMTileForShortGroups) {
-  // Only bf16 has a second instantiation: a 64-row tile, half the padding of the 128-row one.
+  // bf16 and fp8_block128 have a second instantiation: a 64-row tile, half the padding of the
+  // 128-row one; fp8_per_tensor has not.
   EXPECT_TRUE(has_small_m_tile(GemmOperand::kBF16));
   EXPECT_FALSE(has_small_m_tile(GemmOperand::kFP8PerTensor));
-  EXPECT_FALSE(has_small_m_tile(GemmOperand::kFP8Block128));
+  EXPECT_TRUE(has_small_m_tile(GemmOperand::kFP8Block128));
   const GemmTileConfig s = small_m_tile_config(GemmOperand::kBF16);
   EXPECT_EQ(s.tile_m, 64);
   EXPECT_EQ(s.schedule, GemmSchedule::kPingpong) << "cooperative splits M over two warp groups";
+  const GemmTileConfig f = small_m_tile_config(GemmOperand::kFP8Block128);
+  EXPECT_EQ(f.tile_m, 64);
+  EXPECT_EQ(f.tile_k, 128) << "one scale block per K tile";
+  EXPECT_EQ(f.tile_n % 128, 0) << "whole weight scale blocks along N";
+  EXPECT_EQ(f.schedule, GemmSchedule::kPingpong);
   EXPECT_EQ(gemm_padded_rows(s, 129), 192);
   EXPECT_EQ(gemm_padded_rows(compiled_tile_config(GemmOperand::kBF16), 129), 256);
   // qwen3-30b at 256 tokens: 256 * 8 / 128 = 16 rows per expert -> small; at 2048 (128 rows),
@@ -68,12 +74,15 @@ TEST(GemmTileConfig, SmallMTileForShortGroups) {
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, kSmallMTileMaxRows + 1));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 128));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 287));
-  EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 16));
+  EXPECT_TRUE(use_small_m_tile(GemmOperand::kFP8Block128, 16));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 287));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8PerTensor, 16));
   // A forced choice wins over the rows, except where no small tile exists.
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 16, GemmTileChoice::kLarge));
   EXPECT_TRUE(use_small_m_tile(GemmOperand::kBF16, 4096, GemmTileChoice::kSmall));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8PerTensor, 16, GemmTileChoice::kSmall));
   EXPECT_TRUE(choose_gemm_config({GemmOperand::kBF16, 1536, 2048, 128, 128}, true).tile == s);
+  EXPECT_TRUE(choose_gemm_config({GemmOperand::kFP8Block128, 4096, 7168, 256, 8}, f).tile == f);
 }
 
 TEST(GemmTileConfig, RasterFollowsTheLargerOperand) {

@@ -74,9 +74,7 @@ class GroupedGemmRunner final : public GroupedGemm {
                    " == 0, all positive");
     SERVEKIT_CHECK(shape.n < (int64_t{1} << 31) && shape.k < (int64_t{1} << 31),
                    "grouped_gemm: n=", shape.n, " k=", shape.k, " exceed the int32 problem shape");
-    // small_m_tile_config is the compiled tile for formats without a second one.
-    config_ = choose_gemm_config(desc, K::kTile == small_m_tile_config(K::kOperand));
-    SERVEKIT_CHECK(config_.tile == K::kTile, "grouped_gemm: the chosen tile is not compiled");
+    config_ = choose_gemm_config(desc, K::kTile);
     SERVEKIT_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     allocate_arguments();
