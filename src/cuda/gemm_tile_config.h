@@ -122,14 +122,21 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 }
 
 // Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
-// top-k over the groups, no device read): the 64-row tile up to kSmallMTileMaxRows (bf16's
-// 64x256 measured 3-4% faster at 16 and 32 rows, 6% slower at 64), the 128-row tile above.
+// top-k over the groups, no device read): the 64-row tile up to small_m_tile_max_rows(op), the
+// 128-row tile above. Measured on the H200 (dynamic layer, 64-row vs 128-row tile, us):
+//   bf16: 64x256 3-4% faster at 16 and 32 rows, 6% slower at 64 (sixth pass); 64x128 at 32
+//     rows (qwen3-235b, 512 tokens) 1254.0 vs 1268.3.
+//   fp8_block128 (64x128): deepseek-v3 at 4 rows (128 tokens) 2015.3 vs 2189.1, at 32 rows
+//     (1024 tokens) 3009.0 vs 2977.0; the crossover lies between, and 16 is not measured.
 inline constexpr int64_t kSmallMTileMaxRows = 32;
+constexpr int64_t small_m_tile_max_rows(GemmOperand op) {
+  return op == GemmOperand::kFP8Block128 ? 16 : kSmallMTileMaxRows;
+}
 enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
 constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
                                 GemmTileChoice choice = GemmTileChoice::kAuto) {
   if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge) return false;
-  return choice == GemmTileChoice::kSmall || rows_per_group <= kSmallMTileMaxRows;
+  return choice == GemmTileChoice::kSmall || rows_per_group <= small_m_tile_max_rows(op);
 }
 
 // Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte

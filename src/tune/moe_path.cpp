@@ -15,23 +15,23 @@ namespace servekit::tune {
 // shapes keep the design point of the static path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
-      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 128, true,
-       "static 1071.2 us vs dynamic 1116.1 us at T=16; 1334.1 vs 1331.7 at T=24, 1573.2 vs "
-       "1555.7 at T=32 (cutover-s7.json)"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 16, true,
+       "static 243.8 us vs dynamic 257.0 us at T=2; 400.3 vs 390.6 at T=4, 674.6 vs 645.3 at T=8 "
+       "(cutover-s7b-deepseek.json: the dynamic path's 64-row fp8 tile)"},
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 8, true,
        "static 243.3 us (issues-final.json) vs dynamic 315.6 us (issue3-dynamic.json) at T=1; "
        "3397.0 vs 2574.7 at T=32"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 256, false, "not yet measured"},
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 256, true,
        "static 1525.0 us vs dynamic 3139.3 us at T=32, the largest measured"},
-      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 128, true,
-       "static 772.0 us vs dynamic 772.3 us at T=16; 916.0 vs 905.4 at T=24, 1028.1 vs 1013.6 "
-       "at T=32 (cutover-s7.json: the 64-row tile made the dynamic path faster there)"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 64, true,
+       "static 482.2 us vs dynamic 487.2 us at T=8; 704.8 vs 687.6 at T=12, 760.1 vs 739.0 at "
+       "T=16 (cutover-s7b-qwen3.json: the dynamic path's 64x128 tile)"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
        "static 537.9 us vs dynamic 1102.9 us at T=32, the largest measured"},
-      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 128, true,
-       "static 209.8 us vs dynamic 216.4 us at T=16; 262.3 vs 258.9 at T=20, 295.0 vs 287.5 at "
-       "T=32 (cutover-s7.json: the 64-row tile made the dynamic path faster there)"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 64, true,
+       "static 148.7 us vs dynamic 156.8 us at T=8; 205.5 vs 204.7 at T=12, 208.3 vs 207.8 at "
+       "T=16, 295.0 vs 287.5 at T=32 (cutover-s7b-qwen3.json, cutover-s7.json)"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, false, "not yet measured"},
       {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,
        "static 443.6 us vs dynamic 975.8 us at T=32, the largest measured"},

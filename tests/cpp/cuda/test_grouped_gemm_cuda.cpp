@@ -266,13 +266,16 @@ TEST(GroupedGemmCuda, FP8Block128) {
 TEST(GroupedGemmCuda, FP8Block128SmallM) {
   run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_small_m);
 }
-// create() for fp8_block128 picks the tile per run, as for bf16. (SERVEKIT_GEMM_TILE unset.)
+// create() for fp8_block128 picks the tile per run, as for bf16, with its lower boundary: a hint
+// of 50 rows over 5 groups (10 each) takes the 64-row tile, 150 (30 each) and none (capacity
+// 318) the 128-row one. (SERVEKIT_GEMM_TILE unset.)
 TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   SERVEKIT_REQUIRE_GPU();
   auto gemm = GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0);
-  EXPECT_EQ(gemm->config(150).tile.tile_m, 64);
+  EXPECT_EQ(gemm->config(50).tile.tile_m, 64);
+  EXPECT_EQ(gemm->config(150).tile.tile_m, 128);
   EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
-  run_case(GemmOperand::kFP8Block128, 2880, 2944, nullptr, {150, 0, 150});
+  run_case(GemmOperand::kFP8Block128, 2880, 2944, nullptr, {50, 0, 150, 50});
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -41,15 +41,15 @@ MoEPathDesc deepseek(int64_t tokens) {
 
 TEST(MoEPath, TableCutoverSplitsTheTokens) {
   CutoverEnv env(nullptr);
-  // deepseek-v3 fp8_block128 (measured): 128 rows = 16 tokens at top-8.
-  EXPECT_EQ(moe_cutover_rows(deepseek(1)), 128);
+  // deepseek-v3 fp8_block128 (measured): 16 rows = 2 tokens at top-8.
+  EXPECT_EQ(moe_cutover_rows(deepseek(1)), 16);
   EXPECT_EQ(choose_moe_path(deepseek(1)), MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path(deepseek(16)), MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path(deepseek(17)), MoEPath::kDynamic);
-  // qwen3-30b-a3b bf16 (measured): 128 rows = 16 tokens at top-8.
-  const MoEPathDesc q30{128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 16};
+  EXPECT_EQ(choose_moe_path(deepseek(2)), MoEPath::kStatic);
+  EXPECT_EQ(choose_moe_path(deepseek(3)), MoEPath::kDynamic);
+  // qwen3-30b-a3b bf16 (measured): 64 rows = 8 tokens at top-8.
+  const MoEPathDesc q30{128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 8};
   EXPECT_EQ(choose_moe_path(q30), MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path({128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 17}), MoEPath::kDynamic);
+  EXPECT_EQ(choose_moe_path({128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 9}), MoEPath::kDynamic);
   // gpt-oss-120b mxfp4: 128 rows = 32 tokens at top-4.
   const MoEPathDesc oss{128, 4, 2880, 2880, {QuantMethod::kMXFP4W4A16, 128}, 32};
   EXPECT_EQ(choose_moe_path(oss), MoEPath::kStatic);
