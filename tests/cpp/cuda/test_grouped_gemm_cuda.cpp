@@ -243,16 +243,20 @@ TEST(GroupedGemmCuda, BF16) {
 TEST(GroupedGemmCuda, BF16SmallM) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_small_m);
 }
-// create() for bf16 picks the tile per run: a hint of 150 rows over 5 groups (30 each) takes the
-// 64-row tile; no hint (capacity 318, ~64 each) and 5000 rows the 128-row one; all on the same
-// object, in turn. (SERVEKIT_GEMM_TILE must be unset.)
-TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
+// create() picks the tile per run from the rows hint over its 5 groups: `small` rows take the
+// 64-row tile, `large` rows and no hint (capacity 318, ~64 each) the 128-row one; all on the same
+// object, in turn, results checked each time. (SERVEKIT_GEMM_TILE must be unset.)
+void expect_tile_per_run(GemmOperand op, int64_t n, int64_t k, int64_t small, int64_t large) {
   SERVEKIT_REQUIRE_GPU();
-  auto gemm = GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0);
-  EXPECT_EQ(gemm->config(150).tile.tile_m, 64);
+  auto gemm = GroupedGemm::create({op, 5, n, k, 318}, 0);
+  EXPECT_EQ(gemm->config(small).tile.tile_m, 64);
   EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
-  EXPECT_EQ(gemm->config(5000).tile.tile_m, 128);
-  run_case(GemmOperand::kBF16, 3712, 2880, nullptr, {150, 0, 5000, 150});
+  EXPECT_EQ(gemm->config(large).tile.tile_m, 128);
+  run_case(op, n, k, nullptr, {small, 0, large, small});
+}
+// bf16: 30 rows per group (150) is small, 1000 (5000) large.
+TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
+  expect_tile_per_run(GemmOperand::kBF16, 3712, 2880, 150, 5000);
 }
 TEST(GroupedGemmCuda, FP8PerTensor) {
   run_case(GemmOperand::kFP8PerTensor, 3712, 2880);
@@ -266,16 +270,9 @@ TEST(GroupedGemmCuda, FP8Block128) {
 TEST(GroupedGemmCuda, FP8Block128SmallM) {
   run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_small_m);
 }
-// create() for fp8_block128 picks the tile per run, as for bf16, with its lower boundary: a hint
-// of 50 rows over 5 groups (10 each) takes the 64-row tile, 150 (30 each) and none (capacity
-// 318) the 128-row one. (SERVEKIT_GEMM_TILE unset.)
+// fp8_block128 has the lower boundary (16 rows): 10 rows per group (50) is small, 30 (150) large.
 TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
-  SERVEKIT_REQUIRE_GPU();
-  auto gemm = GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0);
-  EXPECT_EQ(gemm->config(50).tile.tile_m, 64);
-  EXPECT_EQ(gemm->config(150).tile.tile_m, 128);
-  EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
-  run_case(GemmOperand::kFP8Block128, 2880, 2944, nullptr, {50, 0, 150, 50});
+  expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {
