@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace servekit::cuda {
 
@@ -133,6 +135,13 @@ constexpr int64_t small_m_tile_max_rows(GemmOperand op) {
   return op == GemmOperand::kFP8Block128 ? 16 : kSmallMTileMaxRows;
 }
 enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
+// SERVEKIT_GEMM_TILE's value: "auto" or empty, "large", "small"; anything else is not a choice.
+constexpr std::optional<GemmTileChoice> parse_gemm_tile_choice(std::string_view s) {
+  if (s.empty() || s == "auto") return GemmTileChoice::kAuto;
+  if (s == "large") return GemmTileChoice::kLarge;
+  if (s == "small") return GemmTileChoice::kSmall;
+  return std::nullopt;
+}
 constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
                                 GemmTileChoice choice = GemmTileChoice::kAuto) {
   if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge) return false;

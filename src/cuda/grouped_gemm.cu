@@ -4,20 +4,20 @@
 #include "servekit/error.h"
 
 #include <cstdlib>
-#include <string_view>
+#include <optional>
 
 namespace servekit::cuda {
 
 namespace {
 
-// SERVEKIT_GEMM_TILE=large|small forces one tile (A/B measurements); else auto.
+// SERVEKIT_GEMM_TILE=large|small forces one tile (A/B measurements); unset, empty or auto: the
+// per-run pick. Any other value is an error, not a silent auto.
 GemmTileChoice tile_choice_from_env() {
   const char* v = std::getenv("SERVEKIT_GEMM_TILE");
   if (v == nullptr) return GemmTileChoice::kAuto;
-  const std::string_view s(v);
-  if (s == "large") return GemmTileChoice::kLarge;
-  if (s == "small") return GemmTileChoice::kSmall;
-  return GemmTileChoice::kAuto;
+  const std::optional<GemmTileChoice> c = parse_gemm_tile_choice(v);
+  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v, "' must be auto, large or small");
+  return *c;
 }
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
@@ -51,18 +51,17 @@ class TileChoosingGemm final : public GroupedGemm {
 }  // namespace
 
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
+  const GemmTileChoice choice = tile_choice_from_env();  // a bad value throws for every format
   switch (shape.operand) {
     // Shape errors are the same for both tiles; the large runner reports them first.
     case GemmOperand::kBF16:
       return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_bf16,
-                                                make_grouped_gemm_bf16_small_m,
-                                                tile_choice_from_env());
+                                                make_grouped_gemm_bf16_small_m, choice);
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
       return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
-                                                make_grouped_gemm_fp8_block128_small_m,
-                                                tile_choice_from_env());
+                                                make_grouped_gemm_fp8_block128_small_m, choice);
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));
 }

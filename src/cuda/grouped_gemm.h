@@ -90,7 +90,8 @@ class GroupedGemm {
 // create() returns, for bf16 and fp8_block128, a GroupedGemm holding the format's two
 // instantiations (128-row and 64-row tiles, gemm_tile_config.h) that picks one per run
 // (use_small_m_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large or =small, read at create,
-// forces one of them (for A/B measurements; anything else or unset: auto). The factories below
+// forces one of them (for A/B measurements); unset, empty or auto leaves the per-run pick, and
+// any other value makes create() throw servekit::Error, for every format. The factories below
 // build one instantiation each (the tests use them to cover both).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,

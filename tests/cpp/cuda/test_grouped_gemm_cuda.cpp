@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -273,6 +274,23 @@ TEST(GroupedGemmCuda, FP8Block128SmallM) {
 // fp8_block128 has the lower boundary (16 rows): 10 rows per group (50) is small, 30 (150) large.
 TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);
+}
+
+// A misspelt SERVEKIT_GEMM_TILE is an error, for every format (not a silent auto).
+TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
+  SERVEKIT_REQUIRE_GPU();
+  const char* old = std::getenv("SERVEKIT_GEMM_TILE");
+  const std::string saved = old ? old : "";
+  setenv("SERVEKIT_GEMM_TILE", "smal", 1);
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0), Error);
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8PerTensor, 5, 3712, 2880, 318}, 0), Error);
+  setenv("SERVEKIT_GEMM_TILE", "auto", 1);
+  EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
+  if (old) {
+    setenv("SERVEKIT_GEMM_TILE", saved.c_str(), 1);
+  } else {
+    unsetenv("SERVEKIT_GEMM_TILE");
+  }
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -89,6 +89,16 @@ TEST(GemmTileConfig, SmallMTileForShortGroups) {
   EXPECT_TRUE(choose_gemm_config({GemmOperand::kFP8Block128, 4096, 7168, 256, 8}, f).tile == f);
 }
 
+TEST(GemmTileConfig, ParsesTheTileEnvironmentValue) {
+  EXPECT_EQ(parse_gemm_tile_choice(""), GemmTileChoice::kAuto);
+  EXPECT_EQ(parse_gemm_tile_choice("auto"), GemmTileChoice::kAuto);
+  EXPECT_EQ(parse_gemm_tile_choice("large"), GemmTileChoice::kLarge);
+  EXPECT_EQ(parse_gemm_tile_choice("small"), GemmTileChoice::kSmall);
+  EXPECT_FALSE(parse_gemm_tile_choice("Small").has_value());
+  EXPECT_FALSE(parse_gemm_tile_choice("small128").has_value());
+  EXPECT_FALSE(parse_gemm_tile_choice("64").has_value());
+}
+
 TEST(GemmTileConfig, RasterFollowsTheLargerOperand) {
   // deepseek-v3 GEMM1 at 8192 tokens: ~256 rows per expert vs N = 2I = 4096: weights dominate.
   EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 4096, 7168, 257, 287}).raster,
