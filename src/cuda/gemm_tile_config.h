@@ -5,9 +5,8 @@
 // Only the tile shapes that compiled_tile_config() and small_m_tile_config() return are
 // instantiated (one CUTLASS kernel per operand format, plus a 64-row tile for bf16 and
 // fp8_block128: each costs minutes and gigabytes to compile); use_small_m_tile() picks between a
-// format's two per run and
-// choose_gemm_config() the run-time knobs (raster order, swizzle). Adding a tile means one more
-// instantiation .cu file and a case here.
+// format's two per run and choose_gemm_config() the run-time knobs (raster order, swizzle).
+// Adding a tile means one more instantiation .cu file and a case here.
 #pragma once
 
 #include <cstdint>
