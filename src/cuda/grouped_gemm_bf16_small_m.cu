@@ -3,17 +3,10 @@
 #include "cuda/kernels/gemm/grouped_gemm_runner.cuh"
 
 namespace servekit::cuda {
-namespace {
-constexpr GemmOperand kOperand = GemmOperand::kBF16;
-constexpr GemmTileConfig kTile = small_m_tile_config(kOperand);
-static_assert(has_small_m_tile(kOperand));
-using Kernel = gemm::Sm90GroupedGemm<kOperand, kTile.tile_m, kTile.tile_n, kTile.tile_k,
-                                     kTile.cluster_m, kTile.cluster_n, kTile.schedule>;
-}  // namespace
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
                                                             int device) {
-  return gemm::make_runner<Kernel>(shape, device);
+  return gemm::make_tile_runner<GemmOperand::kBF16, true>(shape, device);
 }
 
 }  // namespace servekit::cuda

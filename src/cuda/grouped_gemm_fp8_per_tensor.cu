@@ -3,16 +3,10 @@
 #include "cuda/kernels/gemm/grouped_gemm_runner.cuh"
 
 namespace servekit::cuda {
-namespace {
-constexpr GemmOperand kOperand = GemmOperand::kFP8PerTensor;
-constexpr GemmTileConfig kTile = compiled_tile_config(kOperand);
-using Kernel = gemm::Sm90GroupedGemm<kOperand, kTile.tile_m, kTile.tile_n, kTile.tile_k,
-                                     kTile.cluster_m, kTile.cluster_n, kTile.schedule>;
-}  // namespace
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
                                                               int device) {
-  return gemm::make_runner<Kernel>(shape, device);
+  return gemm::make_tile_runner<GemmOperand::kFP8PerTensor, false>(shape, device);
 }
 
 }  // namespace servekit::cuda
