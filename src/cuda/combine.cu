@@ -2,6 +2,7 @@
 #include <cstdint>
 
 #include "cuda/kernels/combine/combine_kernel.cuh"
+#include "cuda/launch_pdl.h"
 #include "cuda/moe_plan.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
@@ -17,7 +18,7 @@ bool aligned16(const void* p) {
 
 void launch_combine(const void* y, const PlanBuffers& plan, const float* topk_weights,
                     int64_t tokens, int top_k, int num_shared, int64_t hidden, const float* w2_bias,
-                    void* out, cudaStream_t stream) {
+                    void* out, cudaStream_t stream, bool pdl) {
   using combine::CombineShape;
   SERVEKIT_CHECK(tokens >= 0 && tokens <= INT32_MAX, "combine: tokens=", tokens,
                  " must be in [0, 2^31)");
@@ -56,10 +57,8 @@ void launch_combine(const void* y, const PlanBuffers& plan, const float* topk_we
   SERVEKIT_CHECK(column_blocks <= 65535, "combine: hidden=", hidden, " exceeds ",
                  65535LL * CombineShape::kThreads * CombineShape::kVec);
   const dim3 grid(static_cast<unsigned>(tokens), static_cast<unsigned>(column_blocks));
-  if (w2_bias != nullptr)
-    combine::combine_rows<true><<<grid, CombineShape::kThreads, 0, stream>>>(p);
-  else
-    combine::combine_rows<false><<<grid, CombineShape::kThreads, 0, stream>>>(p);
+  launch_pdl(w2_bias != nullptr ? combine::combine_rows<true> : combine::combine_rows<false>, grid,
+             CombineShape::kThreads, 0, pdl, stream, p);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cuda/kernels/quant/gather_rows.cuh"
+#include "cuda/launch_pdl.h"
 #include "cuda/moe_quant.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
@@ -42,7 +43,7 @@ int row_grid(int64_t rows, int64_t chunks) {
 
 void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
                             const PlanBuffers& plan, int64_t capacity, const ActBuffers& out,
-                            cudaStream_t stream) {
+                            cudaStream_t stream, bool pdl) {
   const int64_t block =
       f == ActFormat::kFP8Block128 || f == ActFormat::kFP8Block128AsBF16 ? 128 : 8;
   SERVEKIT_CHECK(cols > 0 && cols % block == 0, "gather: cols=", cols,
@@ -50,8 +51,8 @@ void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens,
   const int grid = quant::row_grid(capacity, cols / quant::kChunk);
   switch (f) {
     case ActFormat::kBF16:
-      quant::gather_rows_kernel<ActFormat::kBF16>
-          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      launch_pdl(quant::gather_rows_kernel<ActFormat::kBF16>, grid, quant::kRowThreads, 0, pdl,
+                 stream, hidden, cols, plan, out);
       break;
     case ActFormat::kFP8PerTensor: {
       SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.amax_bits, 0, sizeof(unsigned), stream));
@@ -61,17 +62,19 @@ void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens,
       quant::hidden_amax_kernel<<<amax_grid, quant::kRowThreads, 0, stream>>>(hidden, n8,
                                                                               out.amax_bits);
       SERVEKIT_CUDA_CHECK(cudaGetLastError());
-      quant::gather_rows_kernel<ActFormat::kFP8PerTensor>
-          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      // The amax kernel follows a memset, not a kernel, so it runs without PDL; the gather
+      // follows the amax kernel.
+      launch_pdl(quant::gather_rows_kernel<ActFormat::kFP8PerTensor>, grid, quant::kRowThreads, 0,
+                 pdl, stream, hidden, cols, plan, out);
       break;
     }
     case ActFormat::kFP8Block128:
-      quant::gather_rows_kernel<ActFormat::kFP8Block128>
-          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      launch_pdl(quant::gather_rows_kernel<ActFormat::kFP8Block128>, grid, quant::kRowThreads, 0,
+                 pdl, stream, hidden, cols, plan, out);
       break;
     case ActFormat::kFP8Block128AsBF16:
-      quant::gather_rows_kernel<ActFormat::kFP8Block128AsBF16>
-          <<<grid, quant::kRowThreads, 0, stream>>>(hidden, cols, plan, out);
+      launch_pdl(quant::gather_rows_kernel<ActFormat::kFP8Block128AsBF16>, grid, quant::kRowThreads,
+                 0, pdl, stream, hidden, cols, plan, out);
       break;
   }
   SERVEKIT_CUDA_CHECK(cudaGetLastError());

@@ -51,6 +51,10 @@ struct GroupedGemmOperands {               // all device pointers
   // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. bf16 runs with
   // at most kSmallMTileMaxRows rows per group use the 64-row tile (gemm_tile_config.h).
   int64_t rows_hint = 0;
+  // Launch with programmatic dependent launch (kernels/pdl.cuh): the setup and GEMM kernels may
+  // start while the previous kernel on the stream runs, and wait for it before reading. Only
+  // when the previous operation on the stream is a kernel. Never changes results.
+  bool pdl = false;
 };
 
 // Position of the 1x128 activation scale of permuted row `row` (in group g, whose rows are

@@ -1,5 +1,6 @@
 // One kernel launch with programmatic dependent launch (PDL), shared by the launchers of the
-// plan and the static path. Internal header for CUDA translation units.
+// plan, the static path and the dynamic path's passes (device side: kernels/pdl.cuh). Internal
+// header for CUDA translation units.
 #pragma once
 
 #include <utility>
@@ -14,10 +15,10 @@ namespace servekit::cuda {
 // the previous kernel on the stream is still running; the kernel must then griddepcontrol.wait
 // before reading that kernel's output.
 template <typename... KernelArgs, typename... Args>
-void launch_pdl(void (*kernel)(KernelArgs...), int grid, int block, size_t smem, bool pdl,
+void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, int block, size_t smem, bool pdl,
                 cudaStream_t stream, Args&&... args) {
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(grid));
+  cfg.gridDim = grid;
   cfg.blockDim = dim3(static_cast<unsigned>(block));
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;

@@ -19,11 +19,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cuda/device_buffer.h"
+#include "cuda/dynamic_options.h"
 #include "cuda/expert_layout.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
@@ -61,6 +63,23 @@ class DeviceScope {
 };
 
 using cuda::DeviceBuffer;
+
+// SERVEKIT_DYNAMIC_PDL and SERVEKIT_DIAG_DYNAMIC_STOP (dynamic_options.h).
+bool dynamic_pdl_from_env() {
+  const char* v = std::getenv("SERVEKIT_DYNAMIC_PDL");
+  if (v == nullptr) return true;
+  const std::optional<bool> on = cuda::parse_dynamic_pdl(v);
+  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_PDL='", v, "' must be 1 or 0");
+  return *on;
+}
+int dynamic_stop_from_env() {
+  const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
+  if (v == nullptr) return 0;
+  const std::optional<int> stop = cuda::parse_dynamic_stop(v);
+  SERVEKIT_CHECK(stop.has_value(), "SERVEKIT_DIAG_DYNAMIC_STOP='", v, "' must be 0 to ",
+                 cuda::kDynamicStopPasses);
+  return *stop;
+}
 
 // Every buffer of the backend starts zeroed: unloaded experts read as zero weights.
 DeviceBuffer zeroed(size_t bytes) {
@@ -108,6 +127,8 @@ class CudaMoEBackend final : public MoEBackend {
   DeviceBuffer scalars_;                // act scales [2] f32, then amax scratch [2]
   cuda::PlanBuffers plan_;
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
+  bool pdl_ = true;    // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
+  int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
 
   // Static path (when the format has static kernels and exec.path allows it): its own weight
   // layout (static_pack.h) for all G groups, a device table of per-group pointers, workspace.
@@ -121,6 +142,8 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(cfg.exec.device.is_cuda(), "moe cuda: device ", cfg.exec.device.str(),
                  " is not a CUDA device");
   device_ = cfg.exec.device.index;
+  pdl_ = dynamic_pdl_from_env();
+  diag_stop_ = dynamic_stop_from_env();
   hidden_ = cfg.experts.hidden_size;
   inter_ = cfg.experts.intermediate_size;
   w13_rows_ = w13_rows(cfg);
@@ -360,6 +383,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
     cuda::launch_static_moe(static_desc_, a, stream);
     return;
   }
+  if (diag_stop_ == 1) return;
 
   auto* scalars = scalars_.get<float>();
   auto* amax = reinterpret_cast<unsigned*>(scalars + 2);
@@ -367,8 +391,12 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   // Row kernels size their grids by the most rows this call can have, not the layer's capacity:
   // a decode step on a layer declared for 8192 tokens must not launch 8192 tokens' worth of CTAs.
   const int64_t rows_bound = cuda::plan_capacity_rows(tokens, top_k_, num_shared_);
+  // With PDL each kernel below may launch while the previous one runs, and waits for it before
+  // reading anything (kernels/pdl.cuh); every predecessor is a kernel (the fp8_per_tensor amax
+  // passes, which follow a memset, launch without it).
   cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_, plan_, rows_bound,
-                               a1, stream);
+                               a1, stream, pdl_);
+  if (diag_stop_ == 2) return;
 
   cuda::GroupedGemmOperands g1;
   g1.group_offsets = plan_.group_offsets;
@@ -380,12 +408,15 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.a_block_scale = sfa1_.get<float>();
   g1.b_block_scale = w13_sfb_.get<float>();
   g1.rows_hint = rows_bound;  // picks the bf16 tile: 64 rows for short expert groups
+  g1.pdl = pdl_;
   gemm1_->run(g1, stream);
+  if (diag_stop_ == 3) return;
 
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
   cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(),
                                    has_b13_.load() ? b13_.get<float>() : nullptr, inter_, plan_,
-                                   rows_bound, a2, stream);
+                                   rows_bound, a2, stream, pdl_);
+  if (diag_stop_ == 4) return;
 
   cuda::GroupedGemmOperands g2;
   g2.group_offsets = plan_.group_offsets;
@@ -397,10 +428,12 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g2.a_block_scale = sfa2_.get<float>();
   g2.b_block_scale = w2_sfb_.get<float>();
   g2.rows_hint = rows_bound;
+  g2.pdl = pdl_;
   gemm2_->run(g2, stream);
+  if (diag_stop_ == 5) return;
 
   cuda::launch_combine(x_.get(), plan_, weights, tokens, top_k_, num_shared_, hidden_,
-                       has_b2_.load() ? b2_.get<float>() : nullptr, out.data, stream);
+                       has_b2_.load() ? b2_.get<float>() : nullptr, out.data, stream, pdl_);
 }
 
 }  // namespace

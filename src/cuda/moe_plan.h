@@ -71,9 +71,10 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
 
 // out[t] = sum_k w[t,k] * (y[row(t,k)] + b2[g]) + sum_s (y[row(t,K+s)] + b2[E_local+s]), in
 // that order, in fp32, rounded once to bf16. y: [capacity, H] bf16 permuted GEMM2 output;
-// w2_bias: [G, H] f32 or nullptr.
+// w2_bias: [G, H] f32 or nullptr. pdl: launch with programmatic dependent launch (the kernel
+// waits for the previous kernel before reading anything).
 void launch_combine(const void* y, const PlanBuffers& plan, const float* topk_weights,
                     int64_t tokens, int top_k, int num_shared, int64_t hidden, const float* w2_bias,
-                    void* out, cudaStream_t stream);
+                    void* out, cudaStream_t stream, bool pdl = false);
 
 }  // namespace servekit::cuda

@@ -39,16 +39,18 @@ struct ActBuffers {               // device
 // hidden: [tokens, cols] bf16 (raw bits), contiguous. kFP8PerTensor takes its scale from the
 // amax over all tokens x cols (not only the routed ones), as quant.h specifies. cols % 8 == 0
 // (% 128 for the block formats). Throws servekit::Error on a launch failure.
+// pdl: launch with programmatic dependent launch (kernels/pdl.cuh) where the previous operation
+// on the stream is a kernel; the kernels wait for it before reading anything.
 void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
                             const PlanBuffers& plan, int64_t capacity, const ActBuffers& out,
-                            cudaStream_t stream);
+                            cudaStream_t stream, bool pdl = false);
 
 // out.rows[r] = quantize(act(h[r] + bias[g(r)])) for r < plan.group_offsets[G], with
 // h: [capacity, R] bf16 GEMM1 output (gated: columns [0, I) gate, [I, 2I) up; ReLU²: R = I),
 // bias: [G, R] fp32 or nullptr, cols = I. kFP8PerTensor takes its scale from the amax over all
-// rows (two passes). The arithmetic is fp32.
+// rows (two passes). The arithmetic is fp32. pdl: as launch_gather_quantize.
 void launch_activation_quantize(ActFormat f, Activation act, const uint16_t* h, const float* bias,
                                 int64_t cols, const PlanBuffers& plan, int64_t capacity,
-                                const ActBuffers& out, cudaStream_t stream);
+                                const ActBuffers& out, cudaStream_t stream, bool pdl = false);
 
 }  // namespace servekit::cuda

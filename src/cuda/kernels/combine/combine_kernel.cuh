@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "cuda/kernels/pdl.cuh"
+
 namespace servekit::cuda::combine {
 
 struct CombineShape {
@@ -35,6 +37,8 @@ struct CombineParams {
 
 template <bool kHasBias>
 __global__ void __launch_bounds__(CombineShape::kThreads) combine_rows(const CombineParams p) {
+  pdl_wait();  // y comes from GEMM2
+  pdl_trigger();
   constexpr int kVec = CombineShape::kVec, kBatch = CombineShape::kBatch;
   const int64_t t = blockIdx.x;
   const int64_t col =

@@ -13,6 +13,7 @@
 
 #include "cuda/grouped_gemm.h"
 #include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
+#include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
 
@@ -40,6 +41,8 @@ struct GroupArgumentArrays {
 template <class K>
 __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOperands ops,
                                       int num_groups, int n, int k) {
+  pdl_wait();  // the offsets come from the plan; the previous GEMM may still read the arrays
+  pdl_trigger();
   for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
     const int begin = ops.group_offsets[g];
     const int m = ops.group_offsets[g + 1] - begin;
@@ -92,11 +95,10 @@ class GroupedGemmRunner final : public GroupedGemm {
                    "grouped_gemm: fp8_per_tensor needs a_scale and b_scale");
     SERVEKIT_CHECK(!K::kBlockScaled || (ops.a_block_scale && ops.b_block_scale),
                    "grouped_gemm: fp8_block128 needs a_block_scale and b_block_scale");
-    write_group_arguments<K><<<1, 256, 0, stream>>>(
-        arrays_, ops, shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k));
-    SERVEKIT_CUDA_CHECK(cudaGetLastError());
+    launch_pdl(write_group_arguments<K>, 1, 256, 0, ops.pdl, stream, arrays_, ops,
+               shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k));
     auto params = params_;  // Gemm::run takes a mutable reference
-    const cutlass::Status status = Gemm::run(params, stream);
+    const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);
     SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
                    "grouped_gemm: CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
                    cudaGetErrorString(cudaGetLastError()), ")");

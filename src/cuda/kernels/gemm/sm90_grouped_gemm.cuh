@@ -20,6 +20,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
 #include "cuda/gemm_tile_config.h"
+#include "cuda/kernels/pdl.cuh"
 
 namespace servekit::cuda::gemm {
 
@@ -64,6 +65,20 @@ template <>
 struct Schedules<GemmOperand::kFP8Block128, GemmSchedule::kPingpong> {
   using Kernel = cutlass::gemm::KernelPtrArrayTmaWarpSpecializedPingpongFP8BlockScaledAccum;
   using Epilogue = cutlass::epilogue::PtrArrayTmaWarpSpecializedPingpong;
+};
+
+// A CUTLASS kernel that takes part in a programmatic-dependent-launch chain (kernels/pdl.cuh).
+// CUTLASS 4.2's ptr-array sm90 kernels execute no griddepcontrol.wait, so launched with PDL they
+// could read their A operand (and the group arguments) before the previous kernel wrote them:
+// this wrapper waits first, then lets the next kernel launch (its CTAs queue behind this
+// persistent grid and wait for its completion). Without PDL both instructions are no-ops.
+template <class Base>
+struct PdlKernel : Base {
+  CUTLASS_DEVICE void operator()(typename Base::Params const& params, char* smem) {
+    pdl_wait();
+    pdl_trigger();
+    Base::operator()(params, smem);
+  }
 };
 
 template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
@@ -123,8 +138,8 @@ struct Sm90GroupedGemm {
       ElementAB, MainloopLayoutB, kAlignAB, ElementAcc, TileShape, ClusterShape, StageCount,
       KernelSchedule>::CollectiveOp;
 
-  using GemmKernel =
-      cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>;
+  using GemmKernel = PdlKernel<
+      cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
 
   using StrideA = typename GemmKernel::InternalStrideA;

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/permute/plan_kernels.cuh"
 #include "cuda/kernels/routing/route_kernel.cuh"
 #include "cuda/kernels/static/static_task_build.cuh"
@@ -24,13 +25,6 @@ struct OneCtaShape {
   static constexpr int kThreads = PlanShape::kScanThreads;  // block_exclusive_scan's CTA
   static constexpr int kWarps = kThreads / 32;
 };
-
-__device__ __forceinline__ void grid_dependency_wait() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void allow_dependent_launch() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
 
 struct OneCtaPlanSmem {
   int next_row[PlanShape::kMaxLocalGroups];  // (E_local) counts, then the next row of g
@@ -113,8 +107,8 @@ __device__ __forceinline__ void one_cta_plan_build(OneCtaPlanSmem& s, const Plan
 // Plan only, from given ids (precomputed routing).
 __global__ void __launch_bounds__(OneCtaShape::kThreads) plan_one_cta(const PlanParams p) {
   __shared__ OneCtaPlanSmem s;
-  grid_dependency_wait();
-  allow_dependent_launch();  // dependents griddepcontrol.wait for this whole grid anyway
+  pdl_wait();
+  pdl_trigger();  // dependents griddepcontrol.wait for this whole grid anyway
   one_cta_plan_init(s, p);
   __syncthreads();
   one_cta_plan_build(s, p);
@@ -132,8 +126,8 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
   using WarpSmem = routing::RouteWarpSmem<kPerLane, kMethod>;
   __shared__ OneCtaPlanSmem s;
   extern __shared__ int4 s_route[];  // (min(T, 32)) WarpSmem
-  grid_dependency_wait();
-  allow_dependent_launch();
+  pdl_wait();
+  pdl_trigger();
   one_cta_plan_init(s, p);
   const int warp = threadIdx.x / 32;
   for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)

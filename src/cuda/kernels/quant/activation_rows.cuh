@@ -15,6 +15,8 @@ template <ActFormat F, Activation A, bool kAmaxOnly>
 __global__ void __launch_bounds__(kRowThreads)
     activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols, PlanBuffers plan,
                            ActBuffers out) {
+  pdl_wait();  // h comes from GEMM1
+  pdl_trigger();
   constexpr bool kGated = activation_is_gated(A);
   const int chunks = static_cast<int>(cols / kChunk);
   const int64_t width = kGated ? 2 * cols : cols;  // R

@@ -8,7 +8,10 @@
 namespace servekit::cuda::quant {
 
 // amax over all of hidden [n8 * 8] values (every token, as quant.h's per-tensor scale).
+// Launched without PDL (a memset of amax_bits precedes it); the wait is a no-op then.
 __global__ void hidden_amax_kernel(const uint16_t* hidden, int64_t n8, unsigned* amax_bits) {
+  pdl_wait();
+  pdl_trigger();
   float m = 0.0f;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n8;
        i += int64_t{gridDim.x} * blockDim.x) {
@@ -20,6 +23,8 @@ __global__ void hidden_amax_kernel(const uint16_t* hidden, int64_t n8, unsigned*
 template <ActFormat F>
 __global__ void __launch_bounds__(kRowThreads)
     gather_rows_kernel(const uint16_t* hidden, int64_t cols, PlanBuffers plan, ActBuffers out) {
+  pdl_wait();  // the plan (and hidden) come from the previous kernels
+  pdl_trigger();
   const int chunks = static_cast<int>(cols / kChunk);
   const int64_t units = int64_t{plan.group_offsets[plan.num_groups]} * chunks;
   float tensor_scale = 1.0f;

@@ -10,6 +10,7 @@
 #include <cuda_fp8.h>
 
 #include "cuda/grouped_gemm.h"
+#include "cuda/kernels/pdl.cuh"
 #include "cuda/moe_quant.h"
 
 namespace servekit::cuda::quant {

@@ -8,6 +8,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "cuda/kernels/pdl.cuh"
+
 namespace servekit::cuda::static_moe {
 
 // Weights are read once per call: 16-byte loads that skip L1 (no reuse there) but keep L2's
@@ -93,15 +95,6 @@ __device__ __forceinline__ uint32_t and_or(uint32_t x) {
 }
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits16) {
   return __uint_as_float(bits16 << 16);
-}
-
-// Programmatic dependent launch: wait for the previous kernel's results / let the next kernel
-// start its prologue. Both are no-ops when the launch did not opt in.
-__device__ __forceinline__ void pdl_wait() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void pdl_trigger() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // The GPU's global nanosecond timer (for the SERVEKIT_DIAG_STATIC_TIMES stamps only).

@@ -1,0 +1,34 @@
+// The environment switches of the CUDA dynamic path (cuda/dynamic_options.h): what each value
+// means, and that a typo is refused instead of silently meaning the default.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "cuda/dynamic_options.h"
+
+namespace servekit::cuda {
+namespace {
+
+TEST(DynamicOptions, PdlIsOnUnlessSwitchedOff) {
+  EXPECT_EQ(parse_dynamic_pdl(""), true);
+  EXPECT_EQ(parse_dynamic_pdl("1"), true);
+  EXPECT_EQ(parse_dynamic_pdl("on"), true);
+  EXPECT_EQ(parse_dynamic_pdl("0"), false);
+  EXPECT_EQ(parse_dynamic_pdl("off"), false);
+  EXPECT_FALSE(parse_dynamic_pdl("yes").has_value());
+  EXPECT_FALSE(parse_dynamic_pdl("2").has_value());
+  EXPECT_FALSE(parse_dynamic_pdl("OFF").has_value());
+}
+
+TEST(DynamicOptions, StopNamesOneOfTheFivePasses) {
+  EXPECT_EQ(parse_dynamic_stop(""), 0);
+  for (int n = 0; n <= kDynamicStopPasses; ++n)
+    EXPECT_EQ(parse_dynamic_stop(std::string(1, static_cast<char>('0' + n))), n);
+  EXPECT_FALSE(parse_dynamic_stop("6").has_value());
+  EXPECT_FALSE(parse_dynamic_stop("-1").has_value());
+  EXPECT_FALSE(parse_dynamic_stop("12").has_value());
+  EXPECT_FALSE(parse_dynamic_stop("gemm1").has_value());
+}
+
+}  // namespace
+}  // namespace servekit::cuda
