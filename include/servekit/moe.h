@@ -148,6 +148,13 @@ class MoELayer {
   // Throws servekit::Error naming the argument for a wrong dtype, shape, device or layout.
   void forward(const MoEInputs& in, TensorView out, void* stream = nullptr);
 
+  // Bytes of device memory the layer holds for expert weights (codes, scales, biases of all
+  // E_local + S experts, allocated at construction), in every layout it keeps; 0 on the CPU.
+  // On CUDA, exec.path decides the layouts: kDynamic keeps the grouped GEMMs' layout (bf16 for
+  // the 4-bit formats, dequantized at load: 4x their codes), kStatic the static kernels' layout
+  // (the format's own bytes), kAuto both, so that it can take either path per call.
+  size_t device_weight_bytes() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

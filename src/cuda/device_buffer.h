@@ -23,6 +23,7 @@ class DeviceBuffer {
     void* p = nullptr;
     SERVEKIT_CUDA_CHECK(cudaMalloc(&p, bytes));
     ptr_.reset(p);
+    size_ = bytes;
     if (init == Init::kZero) SERVEKIT_CUDA_CHECK(cudaMemset(p, 0, bytes));
   }
   // A device copy of `bytes` bytes of host memory.
@@ -37,12 +38,14 @@ class DeviceBuffer {
     return static_cast<T*>(ptr_.get());
   }
   uint8_t* bytes() const { return get<uint8_t>(); }
+  size_t size() const { return size_; }  // bytes allocated
 
  private:
   struct Free {
     void operator()(void* p) const { cudaFree(p); }
   };
   std::unique_ptr<void, Free> ptr_;
+  size_t size_ = 0;
 };
 
 }  // namespace servekit::cuda

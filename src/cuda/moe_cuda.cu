@@ -13,8 +13,10 @@
 // Groups g = 0..E_local-1 are the local routed experts, E_local..E_local+S-1 the shared ones
 // (moe_plan.h). Everything is allocated at construction: weights for all G groups in the GEMM
 // layout (zero until loaded, so an unloaded expert contributes zeros) and workspace for
-// exec.max_num_tokens. The fp8 formats run natively (e4m3 x e4m3); the 4-bit formats run the
-// bf16 GEMMs on weights dequantized at load time (interim, see expert_layout.h).
+// exec.max_num_tokens; the static path keeps its own copy of the weights in its layout. So
+// exec.path auto holds two copies, static or dynamic one (MoELayer::device_weight_bytes). The
+// fp8 formats run natively (e4m3 x e4m3); the 4-bit formats run the bf16 GEMMs on weights
+// dequantized at load time (interim, see expert_layout.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -67,7 +69,7 @@ using cuda::DeviceBuffer;
 // SERVEKIT_DYNAMIC_PDL and SERVEKIT_DIAG_DYNAMIC_STOP (dynamic_options.h).
 bool dynamic_pdl_from_env() {
   const char* v = std::getenv("SERVEKIT_DYNAMIC_PDL");
-  if (v == nullptr) return true;
+  if (v == nullptr) return false;
   const std::optional<bool> on = cuda::parse_dynamic_pdl(v);
   SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_PDL='", v, "' must be 1 or 0");
   return *on;
@@ -91,6 +93,7 @@ class CudaMoEBackend final : public MoEBackend {
   explicit CudaMoEBackend(const MoEConfig& cfg);
   void load_expert(int index, std::shared_ptr<const PreparedExpert> expert) override;
   void forward(const MoEInputs& in, TensorView out, void* stream) override;
+  size_t device_weight_bytes() const override;
 
  private:
   // Whether this call runs the static path (exec.path, else the tuned cutover).
@@ -127,9 +130,12 @@ class CudaMoEBackend final : public MoEBackend {
   DeviceBuffer scalars_;                // act scales [2] f32, then amax scratch [2]
   cuda::PlanBuffers plan_;
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
-  bool pdl_ = true;    // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
+  bool pdl_ = false;   // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
 
+  // Dynamic path (unless exec.path is static): the GEMM-layout weights above, the A1 / H1 / A2
+  // workspace and the two grouped GEMMs. With exec.path static none of them is allocated.
+  bool dynamic_ok_ = true;
   // Static path (when the format has static kernels and exec.path allows it): its own weight
   // layout (static_pack.h) for all G groups, a device table of per-group pointers, workspace.
   bool static_ok_ = false;
@@ -161,6 +167,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(static_ok_ || cfg.exec.path != MoEPath::kStatic,
                  "moe cuda: exec.path=static is not available for quant ",
                  quant_name(cfg.quant.method), ": ", why);
+  dynamic_ok_ = cfg.exec.path != MoEPath::kStatic;
   SERVEKIT_CHECK(num_groups_ > 0,
                  "moe cuda: no local or shared experts (local_num_experts=", num_local_,
                  ", num_shared_experts=", num_shared_, ")");
@@ -170,9 +177,10 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   const int64_t k_multiple = cuda::gemm_k_multiple(operand_);
   const int64_t act_block = act_ == ActFormat::kFP8Block128AsBF16 ? 128 : 1;
   const int64_t need = std::max<int64_t>({k_multiple, act_block, 8});
-  SERVEKIT_CHECK(hidden_ % need == 0 && inter_ % need == 0, "moe cuda: hidden_size=", hidden_,
-                 " and intermediate_size=", inter_, " must be multiples of ", need, " for quant ",
-                 quant_name(cfg.quant.method), " on the CUDA dynamic path");
+  SERVEKIT_CHECK(!dynamic_ok_ || (hidden_ % need == 0 && inter_ % need == 0),
+                 "moe cuda: hidden_size=", hidden_, " and intermediate_size=", inter_,
+                 " must be multiples of ", need, " for quant ", quant_name(cfg.quant.method),
+                 " on the CUDA dynamic path");
   SERVEKIT_CHECK(capacity_ < (int64_t{1} << 31), "moe cuda: max_num_tokens=", max_tokens_,
                  " x (top_k + shared) exceeds 2^31 permuted rows");
 
@@ -181,15 +189,17 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   const size_t ab = cuda::gemm_operand_bytes(operand_);
   const size_t h = static_cast<size_t>(hidden_), i = static_cast<size_t>(inter_),
                r = static_cast<size_t>(w13_rows_), cap = static_cast<size_t>(capacity_);
-  w13_ = zeroed(g * r * h * ab);
-  w2_ = zeroed(g * h * i * ab);
-  if (operand_ == GemmOperand::kFP8PerTensor) {
-    w13_scale_ = zeroed(g * sizeof(float));
-    w2_scale_ = zeroed(g * sizeof(float));
-  }
-  if (operand_ == GemmOperand::kFP8Block128) {
-    w13_sfb_ = zeroed(g * (h / 128) * ((r + 127) / 128) * sizeof(float));
-    w2_sfb_ = zeroed(g * (i / 128) * ((h + 127) / 128) * sizeof(float));
+  if (dynamic_ok_) {
+    w13_ = zeroed(g * r * h * ab);
+    w2_ = zeroed(g * h * i * ab);
+    if (operand_ == GemmOperand::kFP8PerTensor) {
+      w13_scale_ = zeroed(g * sizeof(float));
+      w2_scale_ = zeroed(g * sizeof(float));
+    }
+    if (operand_ == GemmOperand::kFP8Block128) {
+      w13_sfb_ = zeroed(g * (h / 128) * ((r + 127) / 128) * sizeof(float));
+      w2_sfb_ = zeroed(g * (i / 128) * ((h + 127) / 128) * sizeof(float));
+    }
   }
   b13_ = zeroed(g * r * sizeof(float));
   b2_ = zeroed(g * h * sizeof(float));
@@ -210,15 +220,17 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   plan_.token_slot_row = token_slot_row_.get<int32_t>();
   plan_.scratch = plan_scratch_.get();
 
-  const size_t act_bytes = cuda::act_element_bytes(act_);
-  x_ = zeroed(cap * h * 2);  // bf16 Y is the larger of A1 and Y
-  h1_ = zeroed(cap * r * 2);
-  a2_ = zeroed(cap * i * act_bytes);
-  if (act_ == ActFormat::kFP8Block128) {
-    sfa1_ = zeroed(cap * (h / 128) * sizeof(float));
-    sfa2_ = zeroed(cap * (i / 128) * sizeof(float));
+  if (dynamic_ok_) {
+    const size_t act_bytes = cuda::act_element_bytes(act_);
+    x_ = zeroed(cap * h * 2);  // bf16 Y is the larger of A1 and Y
+    h1_ = zeroed(cap * r * 2);
+    a2_ = zeroed(cap * i * act_bytes);
+    if (act_ == ActFormat::kFP8Block128) {
+      sfa1_ = zeroed(cap * (h / 128) * sizeof(float));
+      sfa2_ = zeroed(cap * (i / 128) * sizeof(float));
+    }
+    scalars_ = zeroed(4 * sizeof(float));
   }
-  scalars_ = zeroed(4 * sizeof(float));
 
   if (static_ok_) {
     // The static path is bandwidth-bound and planned for small batches: its capacity is the
@@ -251,9 +263,20 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
   }
 
-  gemm1_ =
-      cuda::GroupedGemm::create({operand_, num_groups_, w13_rows_, hidden_, capacity_}, device_);
-  gemm2_ = cuda::GroupedGemm::create({operand_, num_groups_, hidden_, inter_, capacity_}, device_);
+  if (dynamic_ok_) {
+    gemm1_ =
+        cuda::GroupedGemm::create({operand_, num_groups_, w13_rows_, hidden_, capacity_}, device_);
+    gemm2_ =
+        cuda::GroupedGemm::create({operand_, num_groups_, hidden_, inter_, capacity_}, device_);
+  }
+}
+
+size_t CudaMoEBackend::device_weight_bytes() const {
+  size_t n = 0;
+  for (const DeviceBuffer* b :
+       {&w13_, &w2_, &w13_scale_, &w2_scale_, &w13_sfb_, &w2_sfb_, &b13_, &b2_, &static_w_})
+    n += b->size();
+  return n;
 }
 
 void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
@@ -298,8 +321,10 @@ void CudaMoEBackend::load_expert(int index, std::shared_ptr<const PreparedExpert
                  " out of range [0, ", num_groups_, ")");
   SERVEKIT_CHECK(expert != nullptr, "moe cuda: expert ", index, " is null");
   DeviceScope scope(device_);
-  upload_matrix(expert->w13, index, w13_rows_, hidden_, w13_, w13_scale_, w13_sfb_);
-  upload_matrix(expert->w2, index, hidden_, inter_, w2_, w2_scale_, w2_sfb_);
+  if (dynamic_ok_) {
+    upload_matrix(expert->w13, index, w13_rows_, hidden_, w13_, w13_scale_, w13_sfb_);
+    upload_matrix(expert->w2, index, hidden_, inter_, w2_, w2_scale_, w2_sfb_);
+  }
   upload_bias(expert->w13_bias, index, w13_rows_, b13_, has_b13_);
   upload_bias(expert->w2_bias, index, hidden_, b2_, has_b2_);
   if (static_ok_) load_static(index, *expert);
@@ -383,6 +408,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
     cuda::launch_static_moe(static_desc_, a, stream);
     return;
   }
+  SERVEKIT_CHECK(dynamic_ok_, "moe cuda: the dynamic path is not built (exec.path=static)");
   if (diag_stop_ == 1) return;
 
   auto* scalars = scalars_.get<float>();
@@ -391,7 +417,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   // Row kernels size their grids by the most rows this call can have, not the layer's capacity:
   // a decode step on a layer declared for 8192 tokens must not launch 8192 tokens' worth of CTAs.
   const int64_t rows_bound = cuda::plan_capacity_rows(tokens, top_k_, num_shared_);
-  // With PDL each kernel below may launch while the previous one runs, and waits for it before
+  // With PDL (SERVEKIT_DYNAMIC_PDL=1, off by default: no gain measured) each kernel below may
+  // launch while the previous one runs, and waits for it before
   // reading anything (kernels/pdl.cuh); every predecessor is a kernel (the fp8_per_tensor amax
   // passes, which follow a memset, launch without it).
   cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_, plan_, rows_bound,

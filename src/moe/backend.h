@@ -3,6 +3,7 @@
 // forward. Internal header.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "servekit/moe.h"
@@ -17,6 +18,8 @@ class MoEBackend {
   virtual void load_expert(int index, std::shared_ptr<const PreparedExpert> expert) = 0;
   // Arguments are already validated by MoELayer (shapes, dtypes, devices, T <= capacity).
   virtual void forward(const MoEInputs& in, TensorView out, void* stream) = 0;
+  // MoELayer::device_weight_bytes.
+  virtual size_t device_weight_bytes() const { return 0; }
 };
 
 // cfg must come from validate_moe_config.

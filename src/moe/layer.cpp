@@ -295,6 +295,10 @@ const PreparedExpert* MoELayer::prepared_expert(int index) const {
   return impl_->host[index].get();
 }
 
+size_t MoELayer::device_weight_bytes() const {
+  return impl_->backend->device_weight_bytes();
+}
+
 void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
   const MoEConfig& cfg = impl_->cfg;
   const std::string where = "moe.forward";

@@ -40,6 +40,7 @@ struct Case {
   std::vector<int> only_experts;  // kPrecomputed: route every token to these (in order)
   int sample = 0;                 // tokens checked against the reference (0 = all)
   uint64_t seed = 7;
+  MoEPath path = MoEPath::kDynamic;
 };
 
 MoEConfig make_config(const Case& c) {
@@ -62,7 +63,7 @@ MoEConfig make_config(const Case& c) {
   cfg.activation = c.activation;
   cfg.exec.max_num_tokens = std::max(c.tokens, c.max_tokens);
   cfg.exec.device = Device::cuda(0);
-  cfg.exec.path = MoEPath::kDynamic;
+  cfg.exec.path = c.path;
   cfg.exec.keep_host_weights = true;  // the reference reads the prepared copies
   return cfg;
 }
@@ -264,9 +265,8 @@ std::vector<float> forward(MoELayer& layer, DeviceInputs& dev, cudaStream_t stre
   return to_float(bits);
 }
 
-void run_case(const Case& c) {
-  MoELayer layer(make_config(c));
-  load_experts(layer, c);
+// One forward of c.tokens tokens on a loaded layer, checked against the reference.
+void check_forward(MoELayer& layer, const Case& c) {
   const Inputs in = make_inputs(c, c.tokens);
   DeviceInputs dev(in, c);
   cudaStream_t stream = nullptr;
@@ -274,6 +274,12 @@ void run_case(const Case& c) {
   const std::vector<float> out = forward(layer, dev, stream);
   check_output(layer, c, in, out);
   cudaStreamDestroy(stream);
+}
+
+void run_case(const Case& c) {
+  MoELayer layer(make_config(c));
+  load_experts(layer, c);
+  check_forward(layer, c);
 }
 
 std::string case_name(const Case& c) {
@@ -341,6 +347,41 @@ TEST_P(MoECudaQuant, ExpertParallelLocalRange) {
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, MoECudaQuant, ::testing::ValuesIn(kAllQuant),
                          [](const auto& info) { return std::string(quant_name(info.param)); });
+
+// exec.path decides which weight copies the layer keeps (MoELayer::device_weight_bytes): the
+// dynamic path's GEMM layout (bf16 for 4-bit formats, dequantized) and the static kernels' layout
+// (the format's own bytes, each matrix 256-byte aligned), auto both. Each layer, the static-only
+// one included (no GEMM weights, no dynamic workspace), matches the reference. Sizes computed
+// here from the shapes, not read back from the layer.
+TEST(MoECuda, PathDecidesTheWeightCopies) {
+  SERVEKIT_REQUIRE_GPU();
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
+    Case c;
+    c.quant = q;
+    c.bias = true;
+    c.tokens = 9;
+    const size_t g = static_cast<size_t>(c.experts + c.shared), h = c.hidden, i = c.inter,
+                 r = 2 * i;  // SwiGLU: gate and up rows
+    const size_t bias = g * (r + h) * sizeof(float);
+    const size_t gemm = g * (r * h + h * i) * 2;
+    auto align = [](size_t n) { return (n + 255) / 256 * 256; };
+    // bf16: 2 bytes per weight; int4 with 128-column groups: half a byte plus a bf16 scale per
+    // 128 weights.
+    auto packed = [&](size_t n) { return q == QuantMethod::kBF16 ? 2 * n : n / 2 + n / 64; };
+    const size_t stat = g * (align(packed(r * h)) + align(packed(h * i)));
+    const MoEPath paths[] = {MoEPath::kAuto, MoEPath::kStatic, MoEPath::kDynamic};
+    const size_t expect[] = {gemm + stat + bias, stat + bias, gemm + bias};
+    for (int p = 0; p < 3; ++p) {
+      Case cp = c;
+      cp.path = paths[p];
+      SCOPED_TRACE(case_name(cp) + " path " + std::to_string(p));
+      MoELayer layer(make_config(cp));
+      EXPECT_EQ(layer.device_weight_bytes(), expect[p]);
+      load_experts(layer, cp);
+      check_forward(layer, cp);
+    }
+  }
+}
 
 // The odd sizes of BENCH.md where each format's block allows: H = 2880, I = 1856, E = 257,
 // top-k = 6, one shared expert. Routing is precomputed onto 8 experts spread over the range

@@ -63,6 +63,16 @@ INSTANTIATE_TEST_SUITE_P(AllVariants, MoESweep,
                                             ::testing::ValuesIn(kRoutings)),
                          sweep_name);
 
+// The CPU backend keeps no device copy of the weights (device_weight_bytes is about device
+// memory); the CUDA backend's counts are checked by MoECuda.PathDecidesTheWeightCopies.
+TEST(MoELayer, CpuLayerHoldsNoDeviceWeights) {
+  LayerCase c;
+  MoELayer layer(make_config(c));
+  EXPECT_EQ(layer.device_weight_bytes(), 0u);
+  load_random_experts(layer, 5, false);
+  EXPECT_EQ(layer.device_weight_bytes(), 0u);
+}
+
 TEST(MoELayer, Int4GroupSizes) {
   for (int group : {32, 64, 128}) {
     LayerCase c;

@@ -9,8 +9,8 @@
 namespace servekit::cuda {
 namespace {
 
-TEST(DynamicOptions, PdlIsOnUnlessSwitchedOff) {
-  EXPECT_EQ(parse_dynamic_pdl(""), true);
+TEST(DynamicOptions, PdlIsOffUnlessSwitchedOn) {
+  EXPECT_EQ(parse_dynamic_pdl(""), false);
   EXPECT_EQ(parse_dynamic_pdl("1"), true);
   EXPECT_EQ(parse_dynamic_pdl("on"), true);
   EXPECT_EQ(parse_dynamic_pdl("0"), false);
