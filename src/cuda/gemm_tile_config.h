@@ -123,15 +123,19 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 }
 
 // Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
-// top-k over the groups, no device read): the 64-row tile up to small_m_tile_max_rows(op), the
-// 128-row tile above. Measured on the H200 (dynamic layer, 64-row vs 128-row tile, us):
+// (top-k + shared) / groups, integer division, no device read): the 64-row tile up to
+// small_m_tile_max_rows(op), the 128-row tile above. Measured on the H200 (dynamic layer,
+// 64-row vs 128-row tile, us; rows per group in the units above):
 //   bf16: 64x256 3-4% faster at 16 and 32 rows, 6% slower at 64 (sixth pass); 64x128 at 32
 //     rows (qwen3-235b, 512 tokens) 1254.0 vs 1268.3.
-//   fp8_block128 (64x128): deepseek-v3 at 4 rows (128 tokens) 2015.3 vs 2189.1, at 32 rows
-//     (1024 tokens) 3009.0 vs 2977.0; the crossover lies between, and 16 is not measured.
+//   fp8_block128 (64x128), deepseek-v3 (tokens x 9 / 257): 4 rows (128 tokens) 2015.3 vs
+//     2189.1 and 35 rows (1024 tokens) 3009.0 vs 2977.0 (seventh pass); 8 rows (256 tokens)
+//     2256 vs 2414-2456, 17 rows (512) 2613-2615 vs 2852-2913, 26 rows (768) 2846-2851 vs
+//     2923-3108 (eighth pass, ab/2026-11-30-s8-tile-*). So 26, the largest measured point where
+//     the 64-row tile won; the crossover lies between 26 and 35.
 inline constexpr int64_t kSmallMTileMaxRows = 32;
 constexpr int64_t small_m_tile_max_rows(GemmOperand op) {
-  return op == GemmOperand::kFP8Block128 ? 16 : kSmallMTileMaxRows;
+  return op == GemmOperand::kFP8Block128 ? 26 : kSmallMTileMaxRows;
 }
 enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
 // SERVEKIT_GEMM_TILE's value: "auto" or empty, "large", "small"; anything else is not a choice.

@@ -271,7 +271,7 @@ TEST(GroupedGemmCuda, FP8Block128) {
 TEST(GroupedGemmCuda, FP8Block128SmallM) {
   run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_small_m);
 }
-// fp8_block128 has the lower boundary (16 rows): 10 rows per group (50) is small, 30 (150) large.
+// fp8_block128 has the lower boundary (26 rows): 10 rows per group (50) is small, 30 (150) large.
 TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);
 }

@@ -74,10 +74,13 @@ TEST(GemmTileConfig, SmallMTileForShortGroups) {
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, kSmallMTileMaxRows + 1));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 128));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kBF16, 287));
-  // fp8_block128's boundary is lower (measured slower at 32 rows per expert).
+  // fp8_block128's boundary is lower: deepseek-v3 at 768 tokens (26 rows per group) runs the
+  // 64-row tile, at 1024 (35, measured slower there) the 128-row one.
   EXPECT_TRUE(use_small_m_tile(GemmOperand::kFP8Block128, 1));
+  EXPECT_TRUE(use_small_m_tile(GemmOperand::kFP8Block128, 768 * 9 / 257));
   EXPECT_TRUE(use_small_m_tile(GemmOperand::kFP8Block128,
                                small_m_tile_max_rows(GemmOperand::kFP8Block128)));
+  EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 1024 * 9 / 257));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 32));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8Block128, 287));
   EXPECT_FALSE(use_small_m_tile(GemmOperand::kFP8PerTensor, 16));

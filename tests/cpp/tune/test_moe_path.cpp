@@ -46,6 +46,18 @@ TEST(MoEPath, TableCutoverSplitsTheTokens) {
   EXPECT_EQ(choose_moe_path(deepseek(1)), MoEPath::kStatic);
   EXPECT_EQ(choose_moe_path(deepseek(2)), MoEPath::kStatic);
   EXPECT_EQ(choose_moe_path(deepseek(3)), MoEPath::kDynamic);
+  // Measured in the eighth pass: deepseek-v3 bf16 and kimi-k2 fp8_block128 16 rows (2 tokens at
+  // top-8), mixtral-8x7b 16 rows (8 tokens at top-2).
+  const MoEPathDesc ds_bf16{256, 8, 7168, 2048, {QuantMethod::kBF16, 128}, 2};
+  EXPECT_EQ(choose_moe_path(ds_bf16), MoEPath::kStatic);
+  EXPECT_EQ(choose_moe_path({256, 8, 7168, 2048, {QuantMethod::kBF16, 128}, 3}), MoEPath::kDynamic);
+  const MoEPathDesc kimi_fp8{384, 8, 7168, 2048, {QuantMethod::kFP8Block128, 128}, 2};
+  EXPECT_EQ(choose_moe_path(kimi_fp8), MoEPath::kStatic);
+  EXPECT_EQ(choose_moe_path({384, 8, 7168, 2048, {QuantMethod::kFP8Block128, 128}, 3}),
+            MoEPath::kDynamic);
+  const MoEPathDesc mixtral{8, 2, 4096, 14336, {QuantMethod::kBF16, 128}, 8};
+  EXPECT_EQ(choose_moe_path(mixtral), MoEPath::kStatic);
+  EXPECT_EQ(choose_moe_path({8, 2, 4096, 14336, {QuantMethod::kBF16, 128}, 9}), MoEPath::kDynamic);
   // qwen3-30b-a3b bf16 (measured): 64 rows = 8 tokens at top-8.
   const MoEPathDesc q30{128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 8};
   EXPECT_EQ(choose_moe_path(q30), MoEPath::kStatic);
