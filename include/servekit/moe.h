@@ -152,7 +152,10 @@ class MoELayer {
   // E_local + S experts, allocated at construction), in every layout it keeps; 0 on the CPU.
   // On CUDA, exec.path decides the layouts: kDynamic keeps the grouped GEMMs' layout (bf16 for
   // the 4-bit formats, dequantized at load: 4x their codes), kStatic the static kernels' layout
-  // (the format's own bytes), kAuto both, so that it can take either path per call.
+  // (the format's own bytes), kAuto both, so that it can take either path per call, unless
+  // max_num_tokens x top_k is within the static path's cutover (src/tune/moe_path.cpp, and
+  // SERVEKIT_MOE_CUTOVER_ROWS as set when the layer is built): then every call runs the static
+  // path and only its layout is kept.
   size_t device_weight_bytes() const;
 
  private:

@@ -14,7 +14,8 @@
 // (moe_plan.h). Everything is allocated at construction: weights for all G groups in the GEMM
 // layout (zero until loaded, so an unloaded expert contributes zeros) and workspace for
 // exec.max_num_tokens; the static path keeps its own copy of the weights in its layout. So
-// exec.path auto holds two copies, static or dynamic one (MoELayer::device_weight_bytes). The
+// exec.path auto holds two copies (one when its capacity never leaves the static path), static
+// or dynamic one (MoELayer::device_weight_bytes). The
 // fp8 formats run natively (e4m3 x e4m3); the 4-bit formats run the bf16 GEMMs on weights
 // dequantized at load time (interim, see expert_layout.h).
 #include <cuda_runtime.h>
@@ -66,6 +67,10 @@ class DeviceScope {
 
 using cuda::DeviceBuffer;
 
+// The static path is planned for small batches: its capacity is the layer's, up to this many
+// tokens (far above any measured cutover; exec.path=static beyond it is an error at forward).
+constexpr int64_t kStaticMaxTokens = 1024;
+
 // SERVEKIT_DYNAMIC_PDL and SERVEKIT_DIAG_DYNAMIC_STOP (dynamic_options.h).
 bool dynamic_pdl_from_env() {
   const char* v = std::getenv("SERVEKIT_DYNAMIC_PDL");
@@ -98,6 +103,8 @@ class CudaMoEBackend final : public MoEBackend {
  private:
   // Whether this call runs the static path (exec.path, else the tuned cutover).
   bool use_static(int64_t tokens) const;
+  // Whether the cutover table (src/tune/moe_path.h) puts `tokens` on the static path.
+  bool auto_picks_static(int64_t tokens) const;
   void load_static(int index, const PreparedExpert& e);
   void upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
                      const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
@@ -133,8 +140,9 @@ class CudaMoEBackend final : public MoEBackend {
   bool pdl_ = false;   // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
 
-  // Dynamic path (unless exec.path is static): the GEMM-layout weights above, the A1 / H1 / A2
-  // workspace and the two grouped GEMMs. With exec.path static none of them is allocated.
+  // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
+  // weights above, the A1 / H1 / A2 workspace and the two grouped GEMMs; else none of them is
+  // allocated.
   bool dynamic_ok_ = true;
   // Static path (when the format has static kernels and exec.path allows it): its own weight
   // layout (static_pack.h) for all G groups, a device table of per-group pointers, workspace.
@@ -167,7 +175,13 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(static_ok_ || cfg.exec.path != MoEPath::kStatic,
                  "moe cuda: exec.path=static is not available for quant ",
                  quant_name(cfg.quant.method), ": ", why);
-  dynamic_ok_ = cfg.exec.path != MoEPath::kStatic;
+  // exec.path auto runs the dynamic path only above the cutover: a layer whose capacity stays
+  // within it (max_num_tokens x top_k at most the cutover rows, read now, at construction) never
+  // will, and keeps one copy of the weights, the static one.
+  dynamic_ok_ =
+      cfg.exec.path == MoEPath::kDynamic ||
+      (cfg.exec.path == MoEPath::kAuto &&
+       !(static_ok_ && max_tokens_ <= kStaticMaxTokens && auto_picks_static(max_tokens_)));
   SERVEKIT_CHECK(num_groups_ > 0,
                  "moe cuda: no local or shared experts (local_num_experts=", num_local_,
                  ", num_shared_experts=", num_shared_, ")");
@@ -233,9 +247,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   }
 
   if (static_ok_) {
-    // The static path is bandwidth-bound and planned for small batches: its capacity is the
-    // layer's, up to 1024 tokens (far above any measured cutover; exec.path=static beyond it
-    // is an error at forward).
+    // Capacity: the layer's, up to kStaticMaxTokens.
     static_desc_.quant = cfg.quant;
     static_desc_.activation = cfg.activation;
     static_desc_.hidden = hidden_;
@@ -243,7 +255,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     static_desc_.num_groups = num_groups_;
     static_desc_.top_k = top_k_;
     static_desc_.num_shared = num_shared_;
-    static_desc_.max_tokens = std::min<int64_t>(max_tokens_, 1024);
+    static_desc_.max_tokens = std::min<int64_t>(max_tokens_, kStaticMaxTokens);
     cuda::validate_static_desc(static_desc_);
     const auto f = cuda::static_format(cfg.quant);
     const bool gated = activation_is_gated(cfg.activation);
@@ -352,11 +364,15 @@ void CudaMoEBackend::load_static(int index, const PreparedExpert& e) {
 
 bool CudaMoEBackend::use_static(int64_t tokens) const {
   if (!static_ok_) return false;
-  if (cfg_.exec.path == MoEPath::kStatic) {
-    SERVEKIT_CHECK(tokens <= static_desc_.max_tokens, "moe cuda: exec.path=static takes at most ",
+  if (!dynamic_ok_) {  // exec.path static, or auto within the cutover at every capacity
+    SERVEKIT_CHECK(tokens <= static_desc_.max_tokens, "moe cuda: the static path takes at most ",
                    static_desc_.max_tokens, " tokens per call, got ", tokens);
     return true;
   }
+  return tokens <= static_desc_.max_tokens && auto_picks_static(tokens);
+}
+
+bool CudaMoEBackend::auto_picks_static(int64_t tokens) const {
   tune::MoEPathDesc d;
   d.num_experts = cfg_.routing.num_experts;
   d.top_k = top_k_;
@@ -364,7 +380,7 @@ bool CudaMoEBackend::use_static(int64_t tokens) const {
   d.intermediate = inter_;
   d.quant = cfg_.quant;
   d.tokens = tokens;
-  return tokens <= static_desc_.max_tokens && tune::choose_moe_path(d) == MoEPath::kStatic;
+  return tune::choose_moe_path(d) == MoEPath::kStatic;
 }
 
 void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_ptr) {
@@ -408,7 +424,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
     cuda::launch_static_moe(static_desc_, a, stream);
     return;
   }
-  SERVEKIT_CHECK(dynamic_ok_, "moe cuda: the dynamic path is not built (exec.path=static)");
+  SERVEKIT_CHECK(dynamic_ok_, "moe cuda: the dynamic path is not built for this layer");
   if (diag_stop_ == 1) return;
 
   auto* scalars = scalars_.get<float>();

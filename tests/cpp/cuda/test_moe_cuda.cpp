@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -350,16 +352,22 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, MoECudaQuant, ::testing::ValuesIn(kAllQuant
 
 // exec.path decides which weight copies the layer keeps (MoELayer::device_weight_bytes): the
 // dynamic path's GEMM layout (bf16 for 4-bit formats, dequantized) and the static kernels' layout
-// (the format's own bytes, each matrix 256-byte aligned), auto both. Each layer, the static-only
-// one included (no GEMM weights, no dynamic workspace), matches the reference. Sizes computed
-// here from the shapes, not read back from the layer.
+// (the format's own bytes, each matrix 256-byte aligned), auto both, or only the static one when
+// its capacity stays within the cutover (this shape has no table entry: 256 routed rows, 64
+// tokens at top-4). Each layer, the static-only ones included (no GEMM weights, no dynamic
+// workspace), matches the reference. Sizes computed here from the shapes, not read back.
 TEST(MoECuda, PathDecidesTheWeightCopies) {
   SERVEKIT_REQUIRE_GPU();
+  // The cutover table's default, not an override from the environment.
+  const char* env = std::getenv("SERVEKIT_MOE_CUTOVER_ROWS");
+  const std::string saved = env ? env : "";
+  unsetenv("SERVEKIT_MOE_CUTOVER_ROWS");
   for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
     Case c;
     c.quant = q;
     c.bias = true;
     c.tokens = 9;
+    c.max_tokens = 65;  // 260 routed rows: past the cutover, so auto keeps both copies
     const size_t g = static_cast<size_t>(c.experts + c.shared), h = c.hidden, i = c.inter,
                  r = 2 * i;  // SwiGLU: gate and up rows
     const size_t bias = g * (r + h) * sizeof(float);
@@ -369,11 +377,13 @@ TEST(MoECuda, PathDecidesTheWeightCopies) {
     // 128 weights.
     auto packed = [&](size_t n) { return q == QuantMethod::kBF16 ? 2 * n : n / 2 + n / 64; };
     const size_t stat = g * (align(packed(r * h)) + align(packed(h * i)));
-    const MoEPath paths[] = {MoEPath::kAuto, MoEPath::kStatic, MoEPath::kDynamic};
-    const size_t expect[] = {gemm + stat + bias, stat + bias, gemm + bias};
-    for (int p = 0; p < 3; ++p) {
+    const MoEPath paths[] = {MoEPath::kAuto, MoEPath::kStatic, MoEPath::kDynamic, MoEPath::kAuto};
+    const int64_t capacity[] = {65, 65, 65, 64};  // 64 tokens: 256 rows, within the cutover
+    const size_t expect[] = {gemm + stat + bias, stat + bias, gemm + bias, stat + bias};
+    for (int p = 0; p < 4; ++p) {
       Case cp = c;
       cp.path = paths[p];
+      cp.max_tokens = capacity[p];
       SCOPED_TRACE(case_name(cp) + " path " + std::to_string(p));
       MoELayer layer(make_config(cp));
       EXPECT_EQ(layer.device_weight_bytes(), expect[p]);
@@ -381,6 +391,7 @@ TEST(MoECuda, PathDecidesTheWeightCopies) {
       check_forward(layer, cp);
     }
   }
+  if (env) setenv("SERVEKIT_MOE_CUTOVER_ROWS", saved.c_str(), 1);
 }
 
 // The odd sizes of BENCH.md where each format's block allows: H = 2880, I = 1856, E = 257,
