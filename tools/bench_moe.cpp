@@ -445,9 +445,10 @@ class Runner {
     auto layer = std::make_unique<MoELayer>(g.cfg);
     load_all_experts(*layer, g.preset->has_bias, opt_.seed, threads_, opt_.parallel_load);
     std::fprintf(
-        stderr, "bench: %s %s path %s: %d experts loaded in %.1f s\n", g.preset->name.c_str(),
-        std::string(quant_name(quant.method)).c_str(), path_name(path),
-        g.cfg.experts.local_num_experts + g.cfg.experts.num_shared_experts, seconds_since(tl));
+        stderr, "bench: %s %s path %s: %d experts loaded in %.1f s, %.2f GB on the device\n",
+        g.preset->name.c_str(), std::string(quant_name(quant.method)).c_str(), path_name(path),
+        g.cfg.experts.local_num_experts + g.cfg.experts.num_shared_experts, seconds_since(tl),
+        static_cast<double>(layer->device_weight_bytes()) / 1e9);
     if (opt_.peer && !g.peer && g.peer_note.empty()) {
       const auto tp = Clock::now();
       try {

@@ -362,6 +362,9 @@ int execute(MoELayer& layer, const MoERun& run) {
       {"tokens/s", fixed(static_cast<double>(run.tokens) / (t_ms * 1e-3), 0)},
   });
   std::printf("(median of %d run%s after one warm-up)\n", run.repeats, run.repeats == 1 ? "" : "s");
+  if (const size_t bytes = layer.device_weight_bytes(); bytes > 0)
+    std::printf("expert weights on the device: %.1f MB (MoELayer::device_weight_bytes)\n",
+                static_cast<double>(bytes) / 1e6);
   if (!run.check) return 0;
   return check_output(layer, run, in, out) ? 0 : 1;
 }
