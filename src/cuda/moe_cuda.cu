@@ -15,9 +15,9 @@
 // layout (zero until loaded, so an unloaded expert contributes zeros) and workspace for
 // exec.max_num_tokens; the static path keeps its own copy of the weights in its layout. So
 // exec.path auto holds two copies (one when its capacity never leaves the static path), static
-// or dynamic one (MoELayer::device_weight_bytes). The
-// fp8 formats run natively (e4m3 x e4m3); the 4-bit formats run the bf16 GEMMs on weights
-// dequantized at load time (interim, see expert_layout.h).
+// or dynamic one (MoELayer::device_weight_bytes). The fp8 formats run natively (e4m3 x e4m3);
+// the 4-bit formats run the bf16 GEMMs on weights dequantized at load time (interim, see
+// expert_layout.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
