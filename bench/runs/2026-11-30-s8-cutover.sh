@@ -6,14 +6,9 @@
 # Run (carry [".deps"], timeout_s 420): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-11-30-s8-cutover.sh
 # Output: OUT/cutover-s8.json, OUT/rows.txt, OUT/cutover.log.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
-B=build-dev
-START=$(date +%s)
-mkdir -p "$OUT"
-env JOBS=16 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh >"$OUT/cutover.log" 2>&1 ||
-  { tail -n 40 "$OUT/cutover.log"; exit 1; }
+# shellcheck source=bench/runs/prelude.sh
+source "$(dirname "$0")/prelude.sh"
+build_dev "$OUT/cutover.log"
 echo "build done at $(($(date +%s) - START))s" | tee -a "$OUT/cutover.log"
 timeout $((400 - ($(date +%s) - START))) "$B/servekit" bench moe \
   --preset deepseek-v3 --quant bf16 --tokens 1,2,4,8 --routing uniform --path both \

@@ -7,14 +7,9 @@
 # Run (carry [".deps"], timeout_s 300): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-11-30-s8-fp8-boundary2.sh
 # Output: OUT/tile-{small,large}-r{1,2}.json, OUT/rows.txt.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
-B=build-dev
-START=$(date +%s)
-mkdir -p "$OUT"
-env JOBS=16 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh >"$OUT/boundary.log" 2>&1 ||
-  { tail -n 40 "$OUT/boundary.log"; exit 1; }
+# shellcheck source=bench/runs/prelude.sh
+source "$(dirname "$0")/prelude.sh"
+build_dev "$OUT/boundary.log"
 for r in 1 2; do
   for tile in small large; do
     (($(date +%s) - START > 250)) && { echo "skip $tile r$r (budget)" >>"$OUT/boundary.log"; continue; }

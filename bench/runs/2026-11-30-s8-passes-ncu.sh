@@ -6,14 +6,9 @@
 # Run (carry [".deps"], timeout_s 240): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-11-30-s8-passes-ncu.sh
 # Output: OUT/ncu.csv, OUT/ncu.log, OUT/table.txt.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
-B=build-dev
-START=$(date +%s)
-mkdir -p "$OUT"
-env JOBS=16 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh >"$OUT/ncu.log" 2>&1 ||
-  { tail -n 40 "$OUT/ncu.log"; exit 1; }
+# shellcheck source=bench/runs/prelude.sh
+source "$(dirname "$0")/prelude.sh"
+build_dev "$OUT/ncu.log"
 echo "build done at $(($(date +%s) - START))s" | tee -a "$OUT/ncu.log"
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -n 1)
 timeout 150 "$NCU" --clock-control none --csv --page raw \

@@ -11,19 +11,14 @@
 # Run (carry [".deps"], timeout_s 600): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-11-30-s8-pdl.sh
 # Output: OUT/tests.txt, OUT/memcheck.txt, OUT/rows.txt, OUT/extra.tgz (json + logs).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
-B=build-dev
-START=$(date +%s)
-mkdir -p "$OUT"
+# shellcheck source=bench/runs/prelude.sh
+source "$(dirname "$0")/prelude.sh"
 W=$(mktemp -d)
 trap 'tar -czf "$OUT/extra.tgz" -C "$W" .' EXIT
 left() { echo $((START + 570 - $(date +%s))); }
 COMMIT=${SERVEKIT_COMMIT:-unknown}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv >"$W/gpu.txt"
-env JOBS=16 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh >"$W/build.log" 2>&1 ||
-  { tail -n 40 "$W/build.log"; exit 1; }
+build_dev "$W/build.log"
 echo "build done at $(($(date +%s) - START))s" | tee "$OUT/tests.txt"
 timeout 220 "$B/servekit_gpu_tests" >"$W/tests.log" 2>&1
 echo "GPU tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$W/tests.log" | tr '\n' ' ') at $(($(date +%s) - START))s" | tee -a "$OUT/tests.txt"

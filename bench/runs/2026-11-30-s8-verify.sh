@@ -6,14 +6,9 @@
 # Run (carry [".deps"], timeout_s 400): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-11-30-s8-verify.sh
 # Output: OUT/tests.txt, OUT/rows.txt, OUT/verify-*.json.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
-B=build-dev
-START=$(date +%s)
-mkdir -p "$OUT"
-env JOBS=16 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh >"$OUT/verify.log" 2>&1 ||
-  { tail -n 40 "$OUT/verify.log"; exit 1; }
+# shellcheck source=bench/runs/prelude.sh
+source "$(dirname "$0")/prelude.sh"
+build_dev "$OUT/verify.log"
 echo "build done at $(($(date +%s) - START))s" | tee "$OUT/tests.txt"
 timeout 150 "$B/servekit_gpu_tests" --gtest_filter='GroupedGemmCuda.*:MoECuda.*' >>"$OUT/verify.log" 2>&1
 echo "GPU tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/verify.log" | tr '\n' ' ') at $(($(date +%s) - START))s" | tee -a "$OUT/tests.txt"
