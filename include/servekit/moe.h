@@ -59,7 +59,8 @@ struct ExpertConfig {
 };
 
 // Which kernel family runs a forward. kAuto picks by routed rows (tokens x top_k) against the
-// tuned cutover; the CPU backend ignores it.
+// tuned cutover (a CUDA layer whose max_num_tokens never crosses it builds only the static path:
+// MoELayer::device_weight_bytes); the CPU backend ignores it.
 enum class MoEPath : uint8_t { kAuto, kStatic, kDynamic };
 
 struct ExecutionConfig {
