@@ -16,6 +16,10 @@
 #   TEST_TREES   the trees whose GPU tests run (default: every tree but ab-main)
 # Calls that used it: 2026-11-30 s4 (bench/results/h200/ab/2026-11-30-s4-*): wip/int4-sums2 and
 # wip/fused-tasks against main, then wip/issue-pred against main.
+# 2026-12-01 s9 (bench/results/h200/ab/2026-12-01-s9-imma-*, -unit-*): wip/s9 (wip/int4-imma +
+# wip/row-small-ctas) against main, TEST_TREES=ab-s9 TEST_FILTER='*'; then wip/unit-reuse and
+# wip/unit-imma against main, TEST_TREES="ab-unit-imma ab-unit-reuse" TEST_FILTER='*'; AB_GROUPS
+# as in the result files' "command" fields.
 # Everything lands in OUT/branches.tgz plus OUT/summary.txt (the device returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
