@@ -10,6 +10,7 @@
 # Ran at b3e01ee (branch wip/diag-one-scale: the variable is not on main, whose kernels it would
 # cost a register). Results: bench/results/h200/ab/2026-12-01-s9-one-scale-*.
 # Run (carry [".deps"], timeout_s 420): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-01-s9-one-scale.sh
+# (Rows printed by bench/runs/tag_rows.py since the call; same table plus each row's status.)
 # Output: OUT/rows.txt, OUT/one-scale.log, OUT/d<diag>-r<round>.json.
 set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
@@ -28,15 +29,5 @@ for round in 1 2; do
     echo "round $round diag $diag rc=$? at $(($(date +%s) - START))s" | tee -a "$OUT/one-scale.log"
   done
 done
-python3 - "$OUT" >"$OUT/rows.txt" <<'PY'
-import json, sys, glob, os
-rows = {}
-for f in sorted(glob.glob(sys.argv[1] + "/d*-r*.json")):
-    tag = os.path.basename(f)[:-5]
-    for r in json.load(open(f))["rows"]:
-        rows.setdefault((r["preset"], r["quant"], r["tokens"]), []).append(
-            f"{tag}={r['us']:.1f}/{r['us'] / r['floor_us']:.2f}")
-for k, v in rows.items():
-    print(*k, " ".join(v))
-PY
+python3 "$(dirname "$0")/tag_rows.py" "$OUT"/d*-r*.json >"$OUT/rows.txt"
 cat "$OUT/rows.txt"

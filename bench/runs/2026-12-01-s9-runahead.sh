@@ -5,6 +5,7 @@
 # Ran at 403e9eb (branch wip/l2-runahead; the variable is not on main). Results:
 # bench/results/h200/ab/2026-12-01-s9-runahead-*.
 # Run (carry [".deps"], timeout_s 280): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-01-s9-runahead.sh
+# (Rows printed by bench/runs/tag_rows.py since the call; same table plus each row's status.)
 # Output: OUT/rows.txt, OUT/runahead.log, OUT/kb<n>.json.
 set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
@@ -25,15 +26,5 @@ for kb in 0 8 16; do
     --out "$OUT/kb$kb.json" >>"$OUT/runahead.log" 2>&1
   echo "kb $kb rc=$? at $(($(date +%s) - START))s" | tee -a "$OUT/runahead.log"
 done
-python3 - "$OUT" >"$OUT/rows.txt" <<'PY'
-import json, sys, glob, os
-rows = {}
-for f in sorted(glob.glob(sys.argv[1] + "/kb*.json")):
-    tag = os.path.basename(f)[:-5]
-    for r in json.load(open(f))["rows"]:
-        rows.setdefault((r["preset"], r["quant"], r["tokens"]), []).append(
-            f"{tag}={r['us']:.1f}/{r['us'] / r['floor_us']:.2f}/{r['status']}")
-for k, v in rows.items():
-    print(*k, " ".join(v))
-PY
+python3 "$(dirname "$0")/tag_rows.py" "$OUT"/kb*.json >"$OUT/rows.txt"
 cat "$OUT/rows.txt"
