@@ -13,6 +13,7 @@
 #include "bench_moe.h"
 #include "commands.h"
 #include "core/presets.h"
+#include "servekit/quant.h"
 
 namespace servekit::cli {
 
@@ -24,11 +25,13 @@ constexpr const char* kUsage =
     "usage: servekit bench moe [--preset a,b|all] [--quant q1,q2|default|all]\n"
     "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed,one]\n"
     "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
-    "         [--check-tokens 64] [--peer on|off] [--commit SHA] [--threads N] [--device N]\n"
+    "         [--check-tokens 64] [--group-size 128] [--peer on|off] [--commit SHA]\n"
+    "         [--threads N] [--device N]\n"
     "         [--max-seconds S] [--seed N] [--parallel-load on|off] [--then <row options>...]\n"
     "  all presets = every model preset but `tiny`; default quant = the preset's own format.\n"
     "  --then starts another row group (--preset --quant --tokens --routing --path\n"
-    "  --check-tokens); the other options apply to the whole run.\n"
+    "  --check-tokens --group-size); the other options apply to the whole run.\n"
+    "  --group-size: int4_w4a16's group size (32, 64 or 128) for the group's int4 rows.\n"
     "  The commit defaults to $SERVEKIT_COMMIT. Exit 1 if a row fails its check.\n";
 
 std::vector<std::string> split(std::string_view s) {
@@ -69,11 +72,13 @@ struct SpecText {
   std::string presets = "all", quants = "default", tokens = "1,8,32,128,512,2048,8192",
               routings = "uniform,skewed", path = "auto";
   int check_tokens = 64;
+  int group_size = 128;
 };
 
 bench::RowSpec parse_spec(const SpecText& t) {
   bench::RowSpec spec;
   spec.check_tokens = t.check_tokens;
+  spec.group_size = t.group_size;
   if (t.presets == "all") {
     for (const Preset& pr : servekit::presets())
       if (pr.name != "tiny") spec.presets.push_back(pr.name);
@@ -108,7 +113,8 @@ bench::RowSpec parse_spec(const SpecText& t) {
 }
 
 // argv[0] = "bench", argv[1] = "moe". Row options (--preset --quant --tokens --routing --path
-// --check-tokens) describe one row group; `--then` starts the next group. The others are global.
+// --check-tokens --group-size) describe one row group; `--then` starts the next group. The others
+// are global.
 Parsed parse_args(int argc, char** argv) {
   Parsed p;
   BenchOptions& o = p.opt;
@@ -136,6 +142,12 @@ Parsed parse_args(int argc, char** argv) {
       spec.path = v;
     } else if (flag == "--check-tokens") {
       spec.check_tokens = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+    } else if (flag == "--group-size") {
+      spec.group_size = static_cast<int>(parse_int(flag, v, 1, 1 << 20));
+      QuantConfig q;
+      q.method = QuantMethod::kInt4W4A16;
+      q.group_size = spec.group_size;
+      validate_quant_config(q);  // 32, 64 or 128, with quant.h's message
     } else if (flag == "--repeats") {
       o.repeats = static_cast<int>(parse_int(flag, v, 1, 100000));
     } else if (flag == "--warmup") {

@@ -342,9 +342,10 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
   if (opt.peer) run_peer(g, check, in, out, opt, flusher, s, row);
 }
 
-QuantConfig quant_for(const Preset& p, const std::string& name) {
+QuantConfig quant_for(const Preset& p, const std::string& name, int group_size) {
   QuantConfig q;
   q.method = name == "default" ? p.default_quant : parse_quant(name);
+  if (q.method == QuantMethod::kInt4W4A16) q.group_size = group_size;
   return q;
 }
 
@@ -387,6 +388,7 @@ class Runner {
           BenchRow row;
           row.preset = preset.name;
           row.quant = std::string(quant_name(quant.method));
+          row.group_size = quant.method == QuantMethod::kInt4W4A16 ? quant.group_size : 0;
           row.routing = routing_skew_name(skew);
           row.path = path_name(path);
           row.tokens = T;
@@ -507,7 +509,7 @@ std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
       const Preset& preset = find_preset(preset_name);
       std::vector<QuantMethod> done;  // "default" may name a format also listed explicitly
       for (const std::string& name : spec.quants) {
-        const QuantConfig quant = quant_for(preset, name);
+        const QuantConfig quant = quant_for(preset, name, spec.group_size);
         if (std::find(done.begin(), done.end(), quant.method) != done.end()) continue;
         done.push_back(quant.method);
         runner.run_group(spec, preset, quant);

@@ -21,6 +21,7 @@ struct RowSpec {
   std::vector<RoutingSkew> routings;  // uniform / skewed router logits
   std::vector<MoEPath> paths;         // kernel family requested from the layer
   int check_tokens = 64;              // tokens checked against the reference per row
+  int group_size = 128;               // int4_w4a16 rows: quant.h's group size (32, 64 or 128)
 };
 
 struct BenchOptions {

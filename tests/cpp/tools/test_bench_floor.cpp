@@ -185,6 +185,11 @@ TEST(BenchReport, ResultFileHasTheShapeOfBenchMd) {
   ASSERT_NE(first, std::string::npos) << j;
   EXPECT_NE(j.find("},\n " + row, first), std::string::npos) << "one row per line";
   EXPECT_EQ(j.substr(j.size() - 5), "\n]\n}\n");
+  EXPECT_EQ(j.find("group_size"), std::string::npos) << "only int4 rows carry a group size";
+  BenchRow q = r;
+  q.quant = "int4_w4a16";
+  q.group_size = 32;
+  EXPECT_NE(results_json(info, {q}).find(",\"group_size\":32"), std::string::npos);
 }
 
 TEST(BenchReport, TableLineShowsDashesForMissingNumbers) {
