@@ -103,36 +103,41 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
     if (kNts == 0 && nt >= nts) break;
     const uint8_t* b = bk + min(row_off + nt * tile_stride, last_off);
     const uint4 b0 = lds128(b), b1 = lds128(b + 64);
+    // With one token tile the k-block's second half accumulates into acc[1] (free in that
+    // k-loop; the caller folds it into acc[0]), so each k-block's dependent mma chain is two
+    // long instead of four.
+    float(&hi)[4] = acc[kNts == 1 ? 1 : nt];
     if constexpr (L::kPromote == 0) {
       mma16<L::kF16>(acc[nt], a[0], b0.x, b0.y);
       mma16<L::kF16>(acc[nt], a[1], b0.z, b0.w);
-      mma16<L::kF16>(acc[nt], a[2], b1.x, b1.y);
-      mma16<L::kF16>(acc[nt], a[3], b1.z, b1.w);
+      mma16<L::kF16>(hi, a[2], b1.x, b1.y);
+      mma16<L::kF16>(hi, a[3], b1.z, b1.w);
     } else {
       float2 x = make_float2(1.0f, 1.0f);
       if constexpr (L::kActScales) x = *reinterpret_cast<const float2*>(xs + nt * 8);
+      // c += d x the promotion scales of half h (and the activation scales).
+      auto promote = [&](float(&c)[4], const float(&d)[4], int h) {
+        if constexpr (L::kActScales) {
+          c[0] = fmaf(d[0], rs[0][h] * x.x, c[0]);
+          c[1] = fmaf(d[1], rs[0][h] * x.y, c[1]);
+          c[2] = fmaf(d[2], rs[1][h] * x.x, c[2]);
+          c[3] = fmaf(d[3], rs[1][h] * x.y, c[3]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) c[i] = fmaf(d[i], rs[i >> 1][h], c[i]);
+        }
+      };
       float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       mma16<L::kF16>(d, a[0], b0.x, b0.y);
       mma16<L::kF16>(d, a[1], b0.z, b0.w);
-      if constexpr (L::kPromote == 2) {
+      if constexpr (L::kPromote == 2 || kNts == 1) {
+        promote(acc[nt], d, 0);
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          acc[nt][i] = fmaf(d[i], rs[i >> 1][0], acc[nt][i]);
-          d[i] = 0.0f;
-        }
+        for (int i = 0; i < 4; ++i) d[i] = 0.0f;
       }
       mma16<L::kF16>(d, a[2], b1.x, b1.y);
       mma16<L::kF16>(d, a[3], b1.z, b1.w);
-      constexpr int h = L::kPromote - 1;
-      if constexpr (L::kActScales) {
-        acc[nt][0] = fmaf(d[0], rs[0][h] * x.x, acc[nt][0]);
-        acc[nt][1] = fmaf(d[1], rs[0][h] * x.y, acc[nt][1]);
-        acc[nt][2] = fmaf(d[2], rs[1][h] * x.x, acc[nt][2]);
-        acc[nt][3] = fmaf(d[3], rs[1][h] * x.y, acc[nt][3]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[nt][i] = fmaf(d[i], rs[i >> 1][h], acc[nt][i]);
-      }
+      promote(hi, d, L::kPromote - 1);
     }
   }
 }
@@ -300,6 +305,11 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
                      warp, lane,   g,   t,          act_scale, sB,       sXs};
     if (nts == 1) {  // warp-uniform: the common decode case gets straight-line code
       static_unit_kloop<F, kDown, 1>(p, task, s, ring, sring, ref, acc);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {  // the k-blocks' second halves (static_mma_kblock)
+        acc[0][i] += acc[1][i];
+        acc[1][i] = 0.0f;
+      }
     } else {
       static_unit_kloop<F, kDown, 0>(p, task, s, ring, sring, ref, acc);
     }
