@@ -6,6 +6,8 @@
 # lanes per scheduler) is what the k-loop saturates. ncu's ComputeWorkloadAnalysis (per-pipe
 # utilisation), InstructionStats and WarpStateStats (stall reasons) in the raw page, both GEMMs of
 # the first forward, for int4, mxfp4 and bf16 (control) at 8 tokens.
+# Ran at ba3b1ca (main with the chain2 k-loop). Results:
+# bench/results/h200/profiles/2026-12-01-s10-ncu-pipes-{1,2,3}.csv (int4, mxfp4, bf16).
 # Run (carry [".deps"], timeout_s 420): bash bench/runs/2026-12-01-s10-pipes.sh
 # Output: OUT/profile.log, OUT/ncu-<n>.csv (raw metrics).
 set -uo pipefail

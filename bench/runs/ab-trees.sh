@@ -21,6 +21,10 @@
 # wip/row-small-ctas) against main, TEST_TREES=ab-s9 TEST_FILTER='*'; then wip/unit-reuse and
 # wip/unit-imma against main, TEST_TREES="ab-unit-imma ab-unit-reuse" TEST_FILTER='*'; AB_GROUPS
 # as in the result files' "command" fields.
+# 2026-12-01 s10 (bench/results/h200/ab/2026-12-01-s10-*): wip/early-refill and wip/imma-early
+# (-refill-); diagnostic trees of wip/diag-consume with SERVEKIT_DIAG_STATIC_CONSUME=1/2/3 set in
+# their copy of static_gemm.cuh, TEST_TREES=none (-consume-, trees ab-c1..3); wip/int4-bias-mma,
+# -bias-d8, -scale-pairs (-bias-); wip/chain2 (-chain2-); wip/pairs-d8 (-pairs-).
 # Everything lands in OUT/branches.tgz plus OUT/summary.txt (the device returns at most 8 files).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
