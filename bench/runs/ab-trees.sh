@@ -13,6 +13,7 @@
 #   TEST_FILTER  gtest filter of the GPU tests run on every tree but ab-main (default: static,
 #                route-plan, plan and routing tests; '*' for the whole suite, ~140 s)
 #   TEST_TIMEOUT seconds for one tree's GPU tests (default 150)
+#   SASS         1: opcode counts of the static GEMM kernels per tree (see below)
 #   TEST_TREES   the trees whose GPU tests are built and run (default: every tree but ab-main;
 #                'none': no tree's, e.g. for diagnostic builds with wrong results by design)
 # Calls that used it: 2026-11-30 s4 (bench/results/h200/ab/2026-11-30-s4-*): wip/int4-sums2 and
@@ -59,6 +60,25 @@ for d in $TREES; do
 done
 wait
 for d in $TREES; do say "build $d $(tail -n 1 "$W/build-$d.log")"; done
+# SASS=1: opcode counts of the static GEMM kernels of SASS_FORMATS (default int4_g128 mxfp4) per
+# tree (cuobjdump on the device; this machine has none), W/sass-<tree>.txt, to compare the
+# instructions of the k-loops between trees; the SASS itself in W/sass-<tree>-<format>.txt.gz.
+if [[ ${SASS:-0} == 1 ]]; then
+  for d in $TREES; do
+    for f in ${SASS_FORMATS:-int4_g128 mxfp4}; do
+      obj=$(find "$d/build" -name "static_moe_$f.cu.o" | head -n 1)
+      [[ -z $obj ]] && continue
+      cuobjdump -sass "$obj" 2>/dev/null | gzip >"$W/sass-$d-$f.txt.gz"
+      zcat "$W/sass-$d-$f.txt.gz" | awk -v f="$f" '/Function :/ {k=$3}
+        /\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]*\*\// {
+          line=$0; sub(/^[ \t]*\/\*[0-9a-f]+\*\/[ \t]*/, "", line); sub(/^@!?U?P[0-9T] +/, "", line);
+          split(line, w, /[ .;]/); if (w[1] != "") { n[k" "w[1]]++; t[k]++ } }
+        END { for (x in n) print f, x, n[x]; for (x in t) print f, x, "TOTAL", t[x] }' |
+        sort -k2,2 -k4,4nr >>"$W/sass-$d.txt"
+    done
+  done
+  say "sass opcode counts done"
+fi
 for d in ${TEST_TREES:-$TREES}; do
   [[ $d == none ]] && continue
   [[ -z ${TEST_TREES:-} && $d == ab-main ]] && continue
