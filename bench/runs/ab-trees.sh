@@ -69,12 +69,7 @@ if [[ ${SASS:-0} == 1 ]]; then
       obj=$(find "$d/build" -name "static_moe_$f.cu.o" | head -n 1)
       [[ -z $obj ]] && continue
       cuobjdump -sass "$obj" 2>/dev/null | gzip >"$W/sass-$d-$f.txt.gz"
-      zcat "$W/sass-$d-$f.txt.gz" | awk -v f="$f" '/Function :/ {k=$3}
-        /\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]*\*\// {
-          line=$0; sub(/^[ \t]*\/\*[0-9a-f]+\*\/[ \t]*/, "", line); sub(/^@!?U?P[0-9T] +/, "", line);
-          split(line, w, /[ .;]/); if (w[1] != "") { n[k" "w[1]]++; t[k]++ } }
-        END { for (x in n) print f, x, n[x]; for (x in t) print f, x, "TOTAL", t[x] }' |
-        sort -k2,2 -k4,4nr >>"$W/sass-$d.txt"
+      zcat "$W/sass-$d-$f.txt.gz" | bash bench/runs/sass_ops.sh "$f" >>"$W/sass-$d.txt"
     done
   done
   say "sass opcode counts done"

@@ -21,11 +21,7 @@ for f in int4_g128 mxfp4; do
     continue
   fi
   cuobjdump -sass "$obj" >"$OUT/sass-$f.txt" 2>&1
-  # Opcode counts per kernel (the opcode is the first word after the address comment).
-  awk -v f="$f" '/Function :/ {k=$3} /\/\*[0-9a-f][0-9a-f][0-9a-f][0-9a-f][0-9a-f]*\*\// {
-      line=$0; sub(/^[ \t]*\/\*[0-9a-f]+\*\/[ \t]*/, "", line); sub(/^@!?U?P[0-9T] +/, "", line);
-      split(line, w, /[ .;]/); if (w[1] != "") n[k" "w[1]]++ }
-    END { for (x in n) print f, x, n[x] }' "$OUT/sass-$f.txt" | sort -k2,2 -k4,4nr >>"$OUT/sass-ops.txt"
+  bash bench/runs/sass_ops.sh "$f" <"$OUT/sass-$f.txt" >>"$OUT/sass-ops.txt"
   gzip -f "$OUT/sass-$f.txt"
 done
 echo "sass done at $(($(date +%s) - START))s" | tee -a "$OUT/profile.log"
