@@ -62,12 +62,14 @@ __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams&
   return r;
 }
 
-// Loads k-block kb of the tile (codes and the lane's scales) into a ring slot when pred; the
-// lane's scale address is the k-block-0 one plus whole scale blocks (static_layout.h).
+// Loads k-block kb of the tile into a ring slot: its codes when pred, the lane's scales when
+// pred_scale; the lane's scale address is the k-block-0 one plus whole scale blocks
+// (static_layout.h).
 template <StaticFormat F>
 __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoads],
                                              typename StaticLoader<F>::Scale& sc,
-                                             const StaticTileRef& ref, int kb, bool pred) {
+                                             const StaticTileRef& ref, int kb, bool pred,
+                                             bool pred_scale) {
   using L = StaticLoader<F>;
   constexpr uint32_t kScaleKBlocks = static_scale_block_kblocks(F);
   constexpr uint32_t kScaleBytes = static_scale_block_bytes(F);
@@ -75,7 +77,26 @@ __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoad
 #pragma unroll
   for (int q = 0; q < L::kLoads; ++q) ldg_stream_if(raw[q], codes + q * 512, pred);
   const uint32_t blk = static_cast<uint32_t>(kb) / kScaleKBlocks;
-  L::load_scale(ref.codes + (ref.scales + static_cast<int32_t>(blk * kScaleBytes)), sc, pred);
+  L::load_scale(ref.codes + (ref.scales + static_cast<int32_t>(blk * kScaleBytes)), sc, pred_scale);
+}
+
+// Scale pairs (StaticLoader::kScalePairs: a scale block spans two k-blocks and the ring is an
+// even number deep): batches start at even k-blocks, so ring slots 2i and 2i + 1 always hold
+// the two k-blocks of one scale block, and only the odd slot loads the scales, for both. The
+// even slot reads them from the odd slot, whose refill comes after the even slot is computed.
+template <StaticFormat F>
+__device__ __forceinline__ constexpr int static_scale_slot(int j) {
+  return StaticLoader<F>::kScalePairs ? (j | 1) : j;
+}
+// Whether slot j (k-block kb, in a batch whose k-blocks end before kb1) loads its scales, given
+// pred (it loads its codes) and live (its tile exists).
+template <StaticFormat F>
+__device__ __forceinline__ bool static_scale_pred(int j, int kb, int kb1, bool pred, bool live) {
+  if constexpr (StaticLoader<F>::kScalePairs) {
+    return (j & 1) && live && kb - 1 < kb1;  // the pair's first k-block is in the range
+  } else {
+    return pred;
+  }
 }
 
 // acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles;
@@ -166,7 +187,8 @@ __device__ __forceinline__ void static_unit_kloop(
   constexpr int D = StaticLoader<F>::kDepth;
   const uint8_t* bk = s.sB + 16 * s.t;
   const int nts = (task.rows + 7) / 8;
-  for (int kb = s.kb0; kb < s.kb1; kb += D) {
+  constexpr int kAlign = StaticLoader<F>::kScalePairs ? 2 : 1;
+  for (int kb = s.kb0 & ~(kAlign - 1); kb < s.kb1; kb += D) {
     // The batch after this one: the same unit, or the first of the next.
     int nu = s.u;
     int nkb = kb + D, nkb1 = s.kb1;
@@ -189,12 +211,28 @@ __device__ __forceinline__ void static_unit_kloop(
     }
 #pragma unroll
     for (int j = 0; j < D; ++j) {
-      if (s.live && kb + j < s.kb1) {
-        const int kbl = kb + j - s.w0;
-        static_mma_kblock<F, kNts>(ring[j], sring[j], bk + kbl * 128, s.row_off, 8 * s.row_stride,
-                                   s.last_off, s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+      if constexpr (kAlign == 1) {
+        if (s.live && kb + j < s.kb1) {
+          const int kbl = kb + j - s.w0;
+          static_mma_kblock<F, kNts>(ring[j], sring[j], bk + kbl * 128, s.row_off, 8 * s.row_stride,
+                                     s.last_off, s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+        }
+      } else {
+        if (s.live && kb + j < s.kb1 && kb + j >= s.kb0) {  // the first k-block may be odd
+          const int kbl = kb + j - s.w0;
+          static_mma_kblock<F, kNts>(ring[j], sring[static_scale_slot<F>(j)], bk + kbl * 128,
+                                     s.row_off, 8 * s.row_stride, s.last_off,
+                                     s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+        }
       }
-      static_issue<F>(ring[j], sring[j], nref, nkb + j, nref.live && nkb + j < nkb1);
+      if constexpr (StaticLoader<F>::kScalePairs) {
+        const bool pred = nref.live && nkb + j < nkb1;
+        static_issue<F>(ring[j], sring[j], nref, nkb + j, pred,
+                        static_scale_pred<F>(j, nkb + j, nkb1, pred, nref.live));
+      } else {
+        static_issue<F>(ring[j], sring[j], nref, nkb + j, nref.live && nkb + j < nkb1,
+                        nref.live && nkb + j < nkb1);
+      }
     }
     ref = nref;
   }
@@ -260,9 +298,21 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   if (u_first <= u_last) {  // prologue: the first batch of loads, before the dependency wait
     ref = static_tile_ref<F, kDown>(p, u_first, ntasks, warp, lane);
     const int kb1 = u_first == u_last ? last_kb1 : kblocks;
+    if constexpr (L::kScalePairs) {  // the k-loop's first batch starts at an even k-block
+      const int kb = first_kb0 & ~1;
 #pragma unroll
-    for (int j = 0; j < D; ++j)
-      static_issue<F>(ring[j], sring[j], ref, first_kb0 + j, ref.live && first_kb0 + j < kb1);
+      for (int j = 0; j < D; ++j) {
+        const bool pred = ref.live && kb + j >= first_kb0 && kb + j < kb1;
+        static_issue<F>(ring[j], sring[j], ref, kb + j, pred,
+                        static_scale_pred<F>(j, kb + j, kb1, pred, ref.live));
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < D; ++j) {
+        const bool pred = ref.live && first_kb0 + j < kb1;
+        static_issue<F>(ring[j], sring[j], ref, first_kb0 + j, pred, pred);
+      }
+    }
   }
   if constexpr (kDown) {
     pdl_wait();  // h and its maxima come from GEMM1

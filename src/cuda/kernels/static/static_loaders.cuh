@@ -15,6 +15,8 @@
 //                  (int4: code x bf16 scale is not exact in bf16, so scales go on in fp32)
 //   kActScales     the promotion also multiplies by the activation scale of each token
 //                  (fp8_block128's per-row, per-128-column scales)
+//   kScalePairs    a scale block spans two k-blocks and only every other ring slot loads it
+//                  (static_scale_slot, static_gemm.cuh); needs an even kDepth
 // The 4-bit decoders are in static_layout.h (bit placement shared with the host packer).
 #pragma once
 
@@ -31,6 +33,7 @@ struct StaticLoader;
 template <>
 struct StaticLoader<StaticFormat::kBF16> {
   static constexpr int kLoads = 4, kDepth = 2, kPromote = 0;
+  static constexpr bool kScalePairs = false;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = NoScale;
   __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, bool) {}
@@ -53,6 +56,7 @@ struct StaticLoader<StaticFormat::kBF16> {
 template <uint32_t kMul, uint32_t kAdd>
 struct E2M1Loader {
   static constexpr int kLoads = 1, kDepth = 8, kPromote = 0;
+  static constexpr bool kScalePairs = false;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint32_t;  // bytes [g: h0, h1][g+8: h0, h1]
   __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
@@ -90,10 +94,15 @@ struct StaticLoader<StaticFormat::kNVFP4> : E2M1Loader<kNVFoldMul, kNVFoldAdd> {
 // after each group's mma (kPromote 2 for 32-column groups, 1 for 64 and 128).
 template <StaticFormat F>
 struct Int4Loader {
-  // 7 (6 for 32-column groups, with 8-byte scales and a second promotion) k-blocks in flight:
-  // the most that fit 128 registers next to the promotion accumulators.
-  static constexpr int kLoads = 1, kDepth = F == StaticFormat::kInt4G32 ? 6 : 7;
+  // k-blocks in flight: the most that fit 128 registers next to the promotion accumulators
+  // without spilling (ptxas -v, sm_90a): 8 for 128-column groups (their scale pairs leave half
+  // the ring's scale registers unused), 7 for 64, 6 for 32 (8-byte scales, a second promotion).
+  static constexpr int kLoads = 1, kDepth = F == StaticFormat::kInt4G128  ? 8
+                                            : F == StaticFormat::kInt4G64 ? 7
+                                                                          : 6;
   static constexpr int kPromote = F == StaticFormat::kInt4G32 ? 2 : 1;
+  static constexpr bool kScalePairs = F == StaticFormat::kInt4G128;
+  static_assert(!kScalePairs || kDepth % 2 == 0, "scale pairs need an even ring");
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint2;  // bf16: g32 [g: h0, h1][g+8: h0, h1]; g64 / g128 [g][g+8] in .x
   __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
@@ -138,6 +147,7 @@ struct StaticLoader<StaticFormat::kInt4G128> : Int4Loader<StaticFormat::kInt4G12
 template <StaticFormat F>
 struct Fp8Loader {
   static constexpr int kLoads = 2, kDepth = 4;
+  static constexpr bool kScalePairs = false;
   static constexpr int kPromote = F == StaticFormat::kFP8Block128 ? 1 : 0;
   static constexpr bool kF16 = true;
   static constexpr bool kActScales = F == StaticFormat::kFP8Block128;
