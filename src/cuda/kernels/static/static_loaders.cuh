@@ -147,7 +147,8 @@ struct StaticLoader<StaticFormat::kInt4G128> : Int4Loader<StaticFormat::kInt4G12
 template <StaticFormat F>
 struct Fp8Loader {
   static constexpr int kLoads = 2, kDepth = 4;
-  static constexpr bool kScalePairs = false;
+  // fp8_block128's 128x128 scale blocks span two k-blocks (per_tensor has none to load).
+  static constexpr bool kScalePairs = F == StaticFormat::kFP8Block128;
   static constexpr int kPromote = F == StaticFormat::kFP8Block128 ? 1 : 0;
   static constexpr bool kF16 = true;
   static constexpr bool kActScales = F == StaticFormat::kFP8Block128;
