@@ -100,12 +100,13 @@ __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoad
   using L = StaticLoader<F>;
   constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
   constexpr int kScaleBytes = static_scale_block_bytes(F);
-  const bool pred = j >= b.lo && j < b.rem;
+  const StaticPred pred{j, b.rem, j, b.lo};  // lo <= j < rem
   const uint8_t* codes = b.codes + j * static_kblock_stride(F);
 #pragma unroll
-  for (int q = 0; q < L::kLoads; ++q) ldg_stream_if(raw[q], codes + q * 512, pred);
+  for (int q = 0; q < L::kLoads; ++q) ldg_stream_pred(raw[q], codes + q * 512, pred);
   if constexpr (L::kScalePairs) {  // the odd slot loads the pair's block for both
-    if (j & 1) L::load_scale(b.scales + (j / 2) * kScaleBytes, sc, j - 1 < b.rem);
+    if (j & 1)
+      L::load_scale(b.scales + (j / 2) * kScaleBytes, sc, StaticPred{j - 1, b.rem, j, b.lo});
   } else if constexpr (kScaleKBlocks == 1) {
     L::load_scale(b.scales + j * kScaleBytes, sc, pred);
   } else {

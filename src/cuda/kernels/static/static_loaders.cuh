@@ -7,8 +7,8 @@
 //                  4.58 TB/s and ~1 us of loaded latency (35 KB per SM); as deep as 128
 //                  registers allow without spilling (int4 needs more for its group scales)
 //   kF16           the mma's 16-bit type: f16 (e4m3 codes, exact in f16) or bf16
-//   Scale          the per-lane scale registers of one k-block; load_scale(p, sc, pred) fetches
-//                  them from the lane's scale address p of the k-block (under pred)
+//   Scale          the per-lane scale registers of one k-block; load_scale(p, sc, pr) fetches
+//                  them from the lane's scale address p of the k-block (under the StaticPred pr)
 //   frags()        the 16 A registers (16-bit pairs) of the k-block, 4 per mma step
 //   kPromote       0: accumulate straight into the accumulators; 1 / 2: accumulate each
 //                  k-block (1) or each half k-block (2) apart and add it times row_scale()
@@ -36,7 +36,7 @@ struct StaticLoader<StaticFormat::kBF16> {
   static constexpr bool kScalePairs = false;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = NoScale;
-  __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, bool) {}
+  __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, StaticPred) {}
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
 #pragma unroll
@@ -59,8 +59,8 @@ struct E2M1Loader {
   static constexpr bool kScalePairs = false;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint32_t;  // bytes [g: h0, h1][g+8: h0, h1]
-  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
-    ldg_u32_if(sc, p, pred);
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
+    ldg_u32_pred(sc, p, pr);
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale& sc,
                                                uint32_t (&a)[4][4]) {
@@ -105,11 +105,11 @@ struct Int4Loader {
   static_assert(!kScalePairs || kDepth % 2 == 0, "scale pairs need an even ring");
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint2;  // bf16: g32 [g: h0, h1][g+8: h0, h1]; g64 / g128 [g][g+8] in .x
-  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     if constexpr (F == StaticFormat::kInt4G32) {
-      ldg_u64_if(sc, p, pred);
+      ldg_u64_pred(sc, p, pr);
     } else {
-      ldg_u32_if(sc.x, p, pred);
+      ldg_u32_pred(sc.x, p, pr);
     }
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
@@ -153,15 +153,16 @@ struct Fp8Loader {
   static constexpr bool kF16 = true;
   static constexpr bool kActScales = F == StaticFormat::kFP8Block128;
   using Scale = float2;  // block128: weight scales of tile rows 0..7 and 8..15; else unused
-  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     if constexpr (F == StaticFormat::kFP8Block128) {
       uint2 v = make_uint2(__float_as_uint(sc.x), __float_as_uint(sc.y));
-      ldg_u64_if(v, p, pred);
+      ldg_u64_pred(v, p, pr);
       sc = make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
     } else {
       sc = make_float2(1.0f, 1.0f);
     }
   }
+
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
     // word 2s + (q >> 1) holds registers q & ~1 (low half) and q | 1 (high half) of step s
