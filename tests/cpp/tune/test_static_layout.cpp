@@ -306,6 +306,37 @@ INSTANTIATE_TEST_SUITE_P(Formats, StaticLayout,
                                            Case{{QuantMethod::kInt4W4A16, 64}, false, 16, 128},
                                            Case{{QuantMethod::kInt4W4A16, 128}, true, 48, 384}));
 
+// Every column group is laid out as 8 tiles (a partial last group is zero-padded), so the kernel
+// steps from one k-block of a tile to the next by the constant static_kblock_stride: the blocks
+// of all tiles and k-blocks must be disjoint, inside code_bytes, and exactly that far apart.
+TEST(StaticLayoutGeometry, KBlockStrideIsConstantAndBlocksAreDisjoint) {
+  for (const StaticFormat f : {StaticFormat::kBF16, StaticFormat::kFP8Block128,
+                               StaticFormat::kMXFP4, StaticFormat::kInt4G128}) {
+    for (const int64_t rows : {16, 48, 128, 144, 2880}) {  // 1, 3, 8, 9 and 180 tiles
+      const sm::StaticMatrixGeometry g = sm::static_geometry(f, rows, 256, false);
+      const int64_t blk = sm::static_kblock_code_bytes(f);
+      std::vector<uint8_t> used(static_cast<size_t>(g.code_bytes), 0);
+      for (int64_t i = 0; i < g.tiles; ++i)
+        for (int64_t kb = 0; kb < g.kblocks; ++kb) {
+          const int64_t off = sm::static_code_block_offset(f, g.tiles, g.kblocks, i, kb);
+          ASSERT_GE(off, 0);
+          ASSERT_LE(off + blk, g.code_bytes) << "tiles " << g.tiles << " tile " << i;
+          if (kb > 0) {
+            ASSERT_EQ(off - sm::static_code_block_offset(f, g.tiles, g.kblocks, i, kb - 1),
+                      sm::static_kblock_stride(f));
+          }
+          for (int64_t b = off; b < off + blk; ++b) {
+            ASSERT_EQ(used[static_cast<size_t>(b)], 0) << "tile " << i << " kb " << kb;
+            used[static_cast<size_t>(b)] = 1;
+          }
+        }
+      // The padding is at most the missing tiles of the last group.
+      const int64_t pad_tiles = (8 - g.tiles % 8) % 8;
+      EXPECT_EQ(g.code_bytes, (g.tiles + pad_tiles) * g.kblocks * blk);
+    }
+  }
+}
+
 TEST(StaticPack, RejectsWhatTheKernelCannotRepresent) {
   std::mt19937 rng(3);
   QuantizedMatrix m = random_matrix(Case{{QuantMethod::kMXFP4W4A16, 128}, false, 16, 64}, rng);

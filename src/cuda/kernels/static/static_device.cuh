@@ -37,6 +37,34 @@ __device__ __forceinline__ void ldg_u64_if(uint2& v, const void* p, bool pred) {
       : "l"(p), "r"(static_cast<int>(pred)));
 }
 
+// The same loads under the predicate (a < rem) && (c >= lo), computed inside the asm: with a and
+// c compile-time slot numbers (after unrolling) and lo = 0 this is one ISETP with an immediate,
+// where a bool argument costs a select and a second compare (the asm cannot take a predicate).
+struct StaticPred {
+  int a, rem, c, lo;
+};
+__device__ __forceinline__ void ldg_stream_pred(uint4& v, const void* p, StaticPred pr) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\tsetp.lt.s32 q, %5, %6;\n\tsetp.ge.and.s32 q, %7, %8, q;\n\t"
+      "@q ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];\n\t}"
+      : "+r"(v.x), "+r"(v.y), "+r"(v.z), "+r"(v.w)
+      : "l"(p), "r"(pr.a), "r"(pr.rem), "r"(pr.c), "r"(pr.lo));
+}
+__device__ __forceinline__ void ldg_u32_pred(uint32_t& v, const void* p, StaticPred pr) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\tsetp.lt.s32 q, %2, %3;\n\tsetp.ge.and.s32 q, %4, %5, q;\n\t"
+      "@q ld.global.nc.u32 %0, [%1];\n\t}"
+      : "+r"(v)
+      : "l"(p), "r"(pr.a), "r"(pr.rem), "r"(pr.c), "r"(pr.lo));
+}
+__device__ __forceinline__ void ldg_u64_pred(uint2& v, const void* p, StaticPred pr) {
+  asm volatile(
+      "{\n\t.reg .pred q;\n\tsetp.lt.s32 q, %3, %4;\n\tsetp.ge.and.s32 q, %5, %6, q;\n\t"
+      "@q ld.global.nc.v2.u32 {%0, %1}, [%2];\n\t}"
+      : "+r"(v.x), "+r"(v.y)
+      : "l"(p), "r"(pr.a), "r"(pr.rem), "r"(pr.c), "r"(pr.lo));
+}
+
 __device__ __forceinline__ uint4 lds128(const void* p) {
   return *reinterpret_cast<const uint4*>(p);
 }

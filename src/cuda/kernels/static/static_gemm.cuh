@@ -24,7 +24,6 @@ namespace servekit::cuda::static_moe {
 // A warp's tile of one unit.
 struct StaticTileRef {
   const uint8_t* codes = nullptr;  // lane's first 16 bytes of the tile's k-block 0
-  int32_t kb_stride = 0;           // bytes from one k-block of the tile to the next
   int32_t scales = 0;  // the lane's scales of k-block 0 at codes + scales (matrices < 2 GiB)
   bool live = false;   // the tile exists and its expert is loaded
 };
@@ -52,30 +51,67 @@ __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams&
   StaticTileRef r;
   r.live = base != nullptr && tile < p.tiles;
   if (r.live) {
-    constexpr int kBlk = static_kblock_code_bytes(F);
     const int64_t first = static_code_block_offset(F, p.tiles, p.kblocks, tile, 0);
     r.codes = base + first + lane * 16;
-    r.kb_stride = static_cast<int32_t>(static_group_tiles(p.tiles, tile / kStaticWarps) * kBlk);
     r.scales = static_cast<int32_t>(p.code_bytes + tile * p.tile_scale_bytes - first - lane * 16 +
                                     static_lane_scale_offset(F, 0, lane >> 2, lane & 3));
   }
   return r;
 }
 
-// Loads k-block kb of the tile (codes and the lane's scales) into a ring slot when pred; the
-// lane's scale address is the k-block-0 one plus whole scale blocks (static_layout.h).
+// Scale pairs (StaticLoader::kScalePairs: a scale block spans two k-blocks and the ring is an
+// even number deep): batches start at even k-blocks, so ring slots 2i and 2i + 1 always hold
+// the two k-blocks of one scale block, and only the odd slot loads the scales, for both. The
+// even slot reads them from the odd slot, whose refill comes after the even slot is computed.
+template <StaticFormat F>
+__device__ __forceinline__ constexpr int static_scale_slot(int j) {
+  return StaticLoader<F>::kScalePairs ? (j | 1) : j;
+}
+
+// One batch of ring loads: k-blocks kb .. kb + kDepth - 1 of a tile, of which slots lo .. rem - 1
+// are loaded (lo > 0 only for the first batch of a CTA whose range starts at an odd k-block under
+// scale pairs). The k-block stride is a compile-time constant (static_kblock_stride), so slot j's
+// code and scale addresses are the batch's two base addresses plus immediate offsets, and its
+// predicate is one compare of j with rem.
+struct StaticBatch {
+  const uint8_t* codes;   // the lane's codes of k-block kb
+  const uint8_t* scales;  // the lane's scale block of k-block kb (rounded down to a pair)
+  int lo, rem;
+  int odd;  // kb & 1 for scale blocks of two k-blocks without scale pairs (fp8_block128)
+};
+template <StaticFormat F>
+__device__ __forceinline__ StaticBatch static_batch(const StaticTileRef& ref, int kb, int kb_lo,
+                                                    int kb1) {
+  constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
+  StaticBatch b;
+  b.codes = ref.codes + static_cast<int64_t>(kb) * static_kblock_stride(F);
+  b.scales = ref.codes + (ref.scales + (kb / kScaleKBlocks) * static_scale_block_bytes(F));
+  b.lo = kb_lo - kb;
+  b.rem = ref.live ? kb1 - kb : 0;
+  b.odd = kb & (kScaleKBlocks - 1);
+  return b;
+}
+
+// Loads slot j of batch b into a ring slot (codes and the lane's scales, static_layout.h).
 template <StaticFormat F>
 __device__ __forceinline__ void static_issue(uint4 (&raw)[StaticLoader<F>::kLoads],
                                              typename StaticLoader<F>::Scale& sc,
-                                             const StaticTileRef& ref, int kb, bool pred) {
+                                             const StaticBatch& b, int j) {
   using L = StaticLoader<F>;
-  constexpr uint32_t kScaleKBlocks = static_scale_block_kblocks(F);
-  constexpr uint32_t kScaleBytes = static_scale_block_bytes(F);
-  const uint8_t* codes = ref.codes + kb * ref.kb_stride;
+  constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
+  constexpr int kScaleBytes = static_scale_block_bytes(F);
+  const StaticPred pred{j, b.rem, j, b.lo};  // lo <= j < rem
+  const uint8_t* codes = b.codes + j * static_kblock_stride(F);
 #pragma unroll
-  for (int q = 0; q < L::kLoads; ++q) ldg_stream_if(raw[q], codes + q * 512, pred);
-  const uint32_t blk = static_cast<uint32_t>(kb) / kScaleKBlocks;
-  L::load_scale(ref.codes + (ref.scales + static_cast<int32_t>(blk * kScaleBytes)), sc, pred);
+  for (int q = 0; q < L::kLoads; ++q) ldg_stream_pred(raw[q], codes + q * 512, pred);
+  if constexpr (L::kScalePairs) {  // the odd slot loads the pair's block for both
+    if (j & 1)
+      L::load_scale(b.scales + (j / 2) * kScaleBytes, sc, StaticPred{j - 1, b.rem, j, b.lo});
+  } else if constexpr (kScaleKBlocks == 1) {
+    L::load_scale(b.scales + j * kScaleBytes, sc, pred);
+  } else {
+    L::load_scale(b.scales + ((b.odd + j) / kScaleKBlocks) * kScaleBytes, sc, pred);
+  }
 }
 
 // acc[nt] += (the k-block's weights) . (activation tile nt) for the task's nts token tiles;
@@ -166,7 +202,8 @@ __device__ __forceinline__ void static_unit_kloop(
   constexpr int D = StaticLoader<F>::kDepth;
   const uint8_t* bk = s.sB + 16 * s.t;
   const int nts = (task.rows + 7) / 8;
-  for (int kb = s.kb0; kb < s.kb1; kb += D) {
+  constexpr int kAlign = StaticLoader<F>::kScalePairs ? 2 : 1;
+  for (int kb = s.kb0 & ~(kAlign - 1); kb < s.kb1; kb += D) {
     // The batch after this one: the same unit, or the first of the next.
     int nu = s.u;
     int nkb = kb + D, nkb1 = s.kb1;
@@ -179,6 +216,7 @@ __device__ __forceinline__ void static_unit_kloop(
         nu == s.u ? ref
                   : (nu <= s.u_last ? static_tile_ref<F, kDown>(p, nu, s.ntasks, s.warp, s.lane)
                                     : StaticTileRef{});
+    const StaticBatch nb = static_batch<F>(nref, nkb, nkb, nkb1);
     if (kb + D > s.w1 && s.w1 < s.kb1) {  // the batch leaves the staged window: slide it
       __syncthreads();
       s.w0 = kb & ~1;
@@ -189,12 +227,21 @@ __device__ __forceinline__ void static_unit_kloop(
     }
 #pragma unroll
     for (int j = 0; j < D; ++j) {
-      if (s.live && kb + j < s.kb1) {
-        const int kbl = kb + j - s.w0;
-        static_mma_kblock<F, kNts>(ring[j], sring[j], bk + kbl * 128, s.row_off, 8 * s.row_stride,
-                                   s.last_off, s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+      if constexpr (kAlign == 1) {
+        if (s.live && kb + j < s.kb1) {
+          const int kbl = kb + j - s.w0;
+          static_mma_kblock<F, kNts>(ring[j], sring[j], bk + kbl * 128, s.row_off, 8 * s.row_stride,
+                                     s.last_off, s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+        }
+      } else {
+        if (s.live && kb + j < s.kb1 && kb + j >= s.kb0) {  // the first k-block may be odd
+          const int kbl = kb + j - s.w0;
+          static_mma_kblock<F, kNts>(ring[j], sring[static_scale_slot<F>(j)], bk + kbl * 128,
+                                     s.row_off, 8 * s.row_stride, s.last_off,
+                                     s.sXs + (kbl / 2) * 32 + 2 * s.t, nts, acc);
+        }
       }
-      static_issue<F>(ring[j], sring[j], nref, nkb + j, nref.live && nkb + j < nkb1);
+      static_issue<F>(ring[j], sring[j], nb, j);
     }
     ref = nref;
   }
@@ -260,9 +307,11 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   if (u_first <= u_last) {  // prologue: the first batch of loads, before the dependency wait
     ref = static_tile_ref<F, kDown>(p, u_first, ntasks, warp, lane);
     const int kb1 = u_first == u_last ? last_kb1 : kblocks;
+    // The k-loop's first batch (from an even k-block under scale pairs).
+    const int kb = L::kScalePairs ? first_kb0 & ~1 : first_kb0;
+    const StaticBatch b = static_batch<F>(ref, kb, first_kb0, kb1);
 #pragma unroll
-    for (int j = 0; j < D; ++j)
-      static_issue<F>(ring[j], sring[j], ref, first_kb0 + j, ref.live && first_kb0 + j < kb1);
+    for (int j = 0; j < D; ++j) static_issue<F>(ring[j], sring[j], b, j);
   }
   if constexpr (kDown) {
     pdl_wait();  // h and its maxima come from GEMM1

@@ -64,17 +64,21 @@ SERVEKIT_HD constexpr int static_kloads(StaticFormat f) {
 SERVEKIT_HD constexpr int64_t static_kblock_code_bytes(StaticFormat f) {
   return static_cast<int64_t>(static_kloads(f)) * 512;
 }
-// Tiles in column group grp of a matrix of `tiles` tiles.
-SERVEKIT_HD constexpr int64_t static_group_tiles(int64_t tiles, int64_t grp) {
-  return tiles - grp * kStaticWarps < kStaticWarps ? tiles - grp * kStaticWarps : kStaticWarps;
+// Bytes from one k-block of a tile to the next: every column group is laid out as 8 tiles, a
+// last partial group included (its missing tiles are zero padding that no kernel reads), so the
+// stride is a compile-time constant and the kernel's loads of a batch of k-blocks are one base
+// address plus immediate offsets.
+SERVEKIT_HD constexpr int64_t static_kblock_stride(StaticFormat f) {
+  return kStaticWarps * static_kblock_code_bytes(f);
 }
-// Byte offset of tile i's k-block kb (static_kblock_code_bytes long); consecutive k-blocks of a
-// tile are static_group_tiles(tiles, i / 8) * static_kblock_code_bytes(f) apart.
-SERVEKIT_HD constexpr int64_t static_code_block_offset(StaticFormat f, int64_t tiles,
+// Byte offset of tile i's k-block kb (static_kblock_code_bytes long): column group i / 8 holds
+// its 8 tiles' k-block 0, then their k-block 1, and so on. `tiles` is unused since the padding;
+// kept so that callers state the matrix they address.
+SERVEKIT_HD constexpr int64_t static_code_block_offset(StaticFormat f, int64_t /*tiles*/,
                                                        int64_t kblocks, int64_t i, int64_t kb) {
   const int64_t grp = i / kStaticWarps, blk = static_kblock_code_bytes(f);
-  return grp * kStaticWarps * kblocks * blk +
-         (kb * static_group_tiles(tiles, grp) + i % kStaticWarps) * blk;
+  return grp * kblocks * static_kblock_stride(f) + kb * static_kblock_stride(f) +
+         (i % kStaticWarps) * blk;
 }
 
 // Scales. Each lane loads the scales of its two rows (g, g + 8) for the k-block:
@@ -145,7 +149,9 @@ SERVEKIT_HD StaticMatrixGeometry static_geometry(StaticFormat f, int64_t rows, i
   m.gated = gated;
   m.tiles = rows / kStaticTileRows;
   m.kblocks = cols / kStaticKBlock;
-  m.code_bytes = m.tiles * m.kblocks * static_kblock_code_bytes(f);
+  // Codes of whole column groups (static_code_block_offset): the tiles rounded up to 8.
+  const int64_t padded_tiles = (m.tiles + kStaticWarps - 1) / kStaticWarps * kStaticWarps;
+  m.code_bytes = padded_tiles * m.kblocks * static_kblock_code_bytes(f);
   const int64_t sblocks =
       (m.kblocks + static_scale_block_kblocks(f) - 1) / static_scale_block_kblocks(f);
   m.scale_bytes = m.tiles * sblocks * static_scale_block_bytes(f);

@@ -7,14 +7,16 @@
 //                  4.58 TB/s and ~1 us of loaded latency (35 KB per SM); as deep as 128
 //                  registers allow without spilling (int4 needs more for its group scales)
 //   kF16           the mma's 16-bit type: f16 (e4m3 codes, exact in f16) or bf16
-//   Scale          the per-lane scale registers of one k-block; load_scale(p, sc, pred) fetches
-//                  them from the lane's scale address p of the k-block (under pred)
+//   Scale          the per-lane scale registers of one k-block; load_scale(p, sc, pr) fetches
+//                  them from the lane's scale address p of the k-block (under the StaticPred pr)
 //   frags()        the 16 A registers (16-bit pairs) of the k-block, 4 per mma step
 //   kPromote       0: accumulate straight into the accumulators; 1 / 2: accumulate each
 //                  k-block (1) or each half k-block (2) apart and add it times row_scale()
 //                  (int4: code x bf16 scale is not exact in bf16, so scales go on in fp32)
 //   kActScales     the promotion also multiplies by the activation scale of each token
 //                  (fp8_block128's per-row, per-128-column scales)
+//   kScalePairs    a scale block spans two k-blocks and only every other ring slot loads it
+//                  (static_scale_slot, static_gemm.cuh); needs an even kDepth
 // The 4-bit decoders are in static_layout.h (bit placement shared with the host packer).
 #pragma once
 
@@ -31,9 +33,10 @@ struct StaticLoader;
 template <>
 struct StaticLoader<StaticFormat::kBF16> {
   static constexpr int kLoads = 4, kDepth = 2, kPromote = 0;
+  static constexpr bool kScalePairs = false;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = NoScale;
-  __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, bool) {}
+  __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, StaticPred) {}
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
 #pragma unroll
@@ -53,10 +56,11 @@ struct StaticLoader<StaticFormat::kBF16> {
 template <uint32_t kMul, uint32_t kAdd>
 struct E2M1Loader {
   static constexpr int kLoads = 1, kDepth = 8, kPromote = 0;
+  static constexpr bool kScalePairs = false;
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint32_t;  // bytes [g: h0, h1][g+8: h0, h1]
-  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
-    ldg_u32_if(sc, p, pred);
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
+    ldg_u32_pred(sc, p, pr);
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale& sc,
                                                uint32_t (&a)[4][4]) {
@@ -90,17 +94,22 @@ struct StaticLoader<StaticFormat::kNVFP4> : E2M1Loader<kNVFoldMul, kNVFoldAdd> {
 // after each group's mma (kPromote 2 for 32-column groups, 1 for 64 and 128).
 template <StaticFormat F>
 struct Int4Loader {
-  // 7 (6 for 32-column groups, with 8-byte scales and a second promotion) k-blocks in flight:
-  // the most that fit 128 registers next to the promotion accumulators.
-  static constexpr int kLoads = 1, kDepth = F == StaticFormat::kInt4G32 ? 6 : 7;
+  // k-blocks in flight: the most that fit 128 registers next to the promotion accumulators
+  // without spilling (ptxas -v, sm_90a): 8 for 128-column groups (their scale pairs leave half
+  // the ring's scale registers unused), 7 for 64, 6 for 32 (8-byte scales, a second promotion).
+  static constexpr int kLoads = 1, kDepth = F == StaticFormat::kInt4G128  ? 8
+                                            : F == StaticFormat::kInt4G64 ? 7
+                                                                          : 6;
   static constexpr int kPromote = F == StaticFormat::kInt4G32 ? 2 : 1;
+  static constexpr bool kScalePairs = F == StaticFormat::kInt4G128;
+  static_assert(!kScalePairs || kDepth % 2 == 0, "scale pairs need an even ring");
   static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint2;  // bf16: g32 [g: h0, h1][g+8: h0, h1]; g64 / g128 [g][g+8] in .x
-  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     if constexpr (F == StaticFormat::kInt4G32) {
-      ldg_u64_if(sc, p, pred);
+      ldg_u64_pred(sc, p, pr);
     } else {
-      ldg_u32_if(sc.x, p, pred);
+      ldg_u32_pred(sc.x, p, pr);
     }
   }
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
@@ -138,19 +147,22 @@ struct StaticLoader<StaticFormat::kInt4G128> : Int4Loader<StaticFormat::kInt4G12
 template <StaticFormat F>
 struct Fp8Loader {
   static constexpr int kLoads = 2, kDepth = 4;
+  // fp8_block128's 128x128 scale blocks span two k-blocks (per_tensor has none to load).
+  static constexpr bool kScalePairs = F == StaticFormat::kFP8Block128;
   static constexpr int kPromote = F == StaticFormat::kFP8Block128 ? 1 : 0;
   static constexpr bool kF16 = true;
   static constexpr bool kActScales = F == StaticFormat::kFP8Block128;
   using Scale = float2;  // block128: weight scales of tile rows 0..7 and 8..15; else unused
-  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, bool pred) {
+  __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     if constexpr (F == StaticFormat::kFP8Block128) {
       uint2 v = make_uint2(__float_as_uint(sc.x), __float_as_uint(sc.y));
-      ldg_u64_if(v, p, pred);
+      ldg_u64_pred(v, p, pr);
       sc = make_float2(__uint_as_float(v.x), __uint_as_float(v.y));
     } else {
       sc = make_float2(1.0f, 1.0f);
     }
   }
+
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
                                                uint32_t (&a)[4][4]) {
     // word 2s + (q >> 1) holds registers q & ~1 (low half) and q | 1 (high half) of step s
