@@ -13,6 +13,8 @@
 #   TEST_FILTER  gtest filter of the GPU tests run on every tree but ab-main (default: static,
 #                route-plan, plan and routing tests; '*' for the whole suite, ~140 s)
 #   TEST_TIMEOUT seconds for one tree's GPU tests (default 150)
+#   GROUP_TIMEOUT seconds for one tree's bench group (default 90: a hung kernel costs that, not the
+#                budget)
 #   SASS         1: opcode counts of the static GEMM kernels per tree (see below)
 #   TEST_TREES   the trees whose GPU tests are built and run (default: every tree but ab-main;
 #                'none': no tree's, e.g. for diagnostic builds with wrong results by design)
@@ -37,6 +39,7 @@ TREES=${TREES:-"ab-main ab-int4-sums2 ab-fused-tasks"}
 BUDGET_S=${BUDGET_S:-570}
 TEST_FILTER=${TEST_FILTER:-'*Static*:RoutePlanCuda.*:PlanCuda.*:RoutingCuda.*'}
 TEST_TIMEOUT=${TEST_TIMEOUT:-150}
+GROUP_TIMEOUT=${GROUP_TIMEOUT:-90}
 left() { echo $((START + BUDGET_S - $(date +%s))); }
 W=$(mktemp -d)
 START=$(date +%s)
@@ -89,7 +92,8 @@ for gi in "${!GROUPS_[@]}"; do
   for d in $TREES; do
     (($(left) < 45)) && { say "group $gi $d skipped (budget)"; continue; }
     # shellcheck disable=SC2086
-    timeout $(($(left) - 30)) "$d/build/servekit" bench moe ${GROUPS_[$gi]} --peer off --check-tokens 1 \
+    t=$(($(left) - 30)); ((t > GROUP_TIMEOUT)) && t=$GROUP_TIMEOUT
+    timeout $t "$d/build/servekit" bench moe ${GROUPS_[$gi]} --peer off --check-tokens 1 \
       --commit "$d" --out "$W/g$gi-$d.json" >"$W/g$gi-$d.log" 2>&1
     say "group $gi $d rc=$?"
   done
