@@ -203,7 +203,6 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   const int last_kb1 = static_cast<int>(s_end - u_last * kblocks);
 
   if (warp == kStaticWarps) {  // the producer (GEMM2's streams its weights before the wait)
-    if constexpr (kDown) pdl_trigger();
     ring_produce<F, kDown>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring, full,
                            empty, lane);
     return;
