@@ -81,7 +81,8 @@ __device__ __forceinline__ void static_combine_columns(const StaticGemmParams& p
   const int64_t c0 = 128 * static_cast<int64_t>(cg);
   const int quads = static_cast<int>((H - c0 < 128 ? H - c0 : 128) / 4);
   const int slots = p.top_k + p.num_shared;
-  for (int64_t it = threadIdx.x; it < p.tokens * quads; it += blockDim.x) {
+  // The CTA's first kStaticWarps warps (the ring kernel's producer warp does not take part).
+  for (int64_t it = threadIdx.x; it < p.tokens * quads; it += kStaticWarps * 32) {
     const int64_t tok = it / quads, n = c0 + 4 * (it % quads);
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int slot = 0; slot < slots; ++slot) {

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/static/static_gemm.cuh"
+#include "cuda/kernels/static/static_ring.cuh"
 #include "cuda/kernels/static/static_launch.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
@@ -16,12 +17,12 @@ namespace servekit::cuda::static_moe {
 
 // CTAs of kernel resident per SM with smem_bytes of dynamic shared memory (opting in first).
 template <typename Kernel>
-int static_ctas_per_sm(Kernel kernel, int smem_bytes) {
+int static_ctas_per_sm(Kernel kernel, int threads, int smem_bytes) {
   SERVEKIT_CUDA_CHECK(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
   int n = 0;
   SERVEKIT_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, kStaticThreads, smem_bytes));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem_bytes));
   SERVEKIT_CHECK(n >= 1, "static moe: the GEMM kernel does not fit on an SM with ", smem_bytes,
                  " bytes of shared memory");
   return n;
@@ -36,18 +37,34 @@ inline int static_sm_count() {
 
 constexpr int kStaticMaxDevices = 64;
 
+// The GEMM kernels of format F: the shared-memory ring (static_ring.cuh) for the a16 formats,
+// the register ring (static_gemm.cuh) for fp8.
+template <StaticFormat F>
+struct StaticKernels {
+  static constexpr bool kRing = static_uses_ring(F);
+  static constexpr int kThreads = kRing ? kRingThreads : kStaticThreads;
+  static constexpr int kSmem = kRing ? kRingSmemBytes : kStaticSmemBytes;
+  static auto gemm(bool down) {
+    if constexpr (kRing) {
+      return down ? static_ring_kernel<F, true> : static_ring_kernel<F, false>;
+    } else {
+      return down ? static_gemm_kernel<F, true> : static_gemm_kernel<F, false>;
+    }
+  }
+};
+
 // GEMM grid of format F (both kernels): one wave of resident CTAs, at most
 // kStaticMaxCtasPerSm per SM. Cached per device (the queries cost microseconds per call); the
-// shared memory size is the constant kStaticSmemBytes, so the opt-in made on the first call holds.
+// shared memory size is a constant per format, so the opt-in made on the first call holds.
 template <StaticFormat F>
 int static_grid() {
-  constexpr int smem_bytes = kStaticSmemBytes;
+  using K = StaticKernels<F>;
   static std::atomic<int> cache[kStaticMaxDevices] = {};
   int dev = 0;
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < kStaticMaxDevices && cache[dev].load() > 0) return cache[dev].load();
-  const int a = static_ctas_per_sm(static_gemm_kernel<F, false>, smem_bytes);
-  const int b = static_ctas_per_sm(static_gemm_kernel<F, true>, smem_bytes);
+  const int a = static_ctas_per_sm(K::gemm(false), K::kThreads, K::kSmem);
+  const int b = static_ctas_per_sm(K::gemm(true), K::kThreads, K::kSmem);
   int per_sm = a < b ? a : b;
   per_sm = per_sm < kStaticMaxCtasPerSm ? per_sm : kStaticMaxCtasPerSm;
   const int grid = static_sm_count() * per_sm;
@@ -61,12 +78,11 @@ void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
   if (l.ctas_per_sm > 0 && l.ctas_per_sm < kStaticMaxCtasPerSm)
     grid = grid / kStaticMaxCtasPerSm * l.ctas_per_sm;
   l.gemm2.amax_in_count = grid;
-  launch_pdl(static_gemm_kernel<F, false>, grid, kStaticThreads, kStaticSmemBytes, l.pdl, stream,
-             l.gemm1);
+  using K = StaticKernels<F>;
+  launch_pdl(K::gemm(false), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm1);
   if (l.stop_after_gemm1) return;
   if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
-  launch_pdl(static_gemm_kernel<F, true>, grid, kStaticThreads, kStaticSmemBytes, l.pdl, stream,
-             l.gemm2);
+  launch_pdl(K::gemm(true), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm2);
 }
 
 }  // namespace servekit::cuda::static_moe

@@ -26,8 +26,10 @@ constexpr int kStaticSmemBytes = kStaticWindowBytes + kStaticScaleBytes;
 
 // Window k-blocks for a task of `rows` rows: even (chunks of 128), at most the matrix's k-blocks
 // rounded up to even and kStaticMaxWindowKBlocks.
-__device__ __forceinline__ int static_window_kblocks(int rows, int kblocks) {
-  const int fit = ((kStaticWindowBytes / rows - 64) / 128) & ~1;
+// window_bytes: the window's shared memory (the ring kernel's is smaller, static_ring.cuh).
+__device__ __forceinline__ int static_window_kblocks(int rows, int kblocks,
+                                                     int window_bytes = kStaticWindowBytes) {
+  const int fit = ((window_bytes / rows - 64) / 128) & ~1;
   const int all = (kblocks + 1) & ~1;
   const int w = fit < all ? fit : all;
   return w < kStaticMaxWindowKBlocks ? w : kStaticMaxWindowKBlocks;

@@ -1,0 +1,323 @@
+// The static MoE GEMM with a shared-memory weight ring fed by a producer warp (the a16 formats:
+// bf16, mxfp4, nvfp4, int4; the fp8 formats keep static_gemm_kernel's register ring).
+//
+// Why. static_gemm_kernel keeps each warp's k-blocks in flight in registers and refills a slot
+// only after computing it, so the weight stream of a CTA pauses whenever its warps do: at every
+// unit boundary (staging, fix-up, epilogue, combine), at every window slide and while the
+// slowest warp of a barrier catches up. Its CTA stamps put ~3 us on each unit boundary
+// (docs/perf-notes.md), which for 4-bit units (~15 us of streaming each at 8 tokens) is a large
+// share of the time. Here a ninth warp streams the CTA's k-blocks, in the order the consumers
+// compute them, into a ring of shared-memory stages with bulk copies (one copy per k-block: the
+// 8 tiles of a column group are contiguous, static_layout.h), and runs ahead of the consumers by
+// up to the ring's depth, across unit boundaries, whatever the consumers are doing.
+//
+// Stage s holds one k-block of the unit: the codes of its 8 tiles (static_kblock_stride bytes,
+// in global order) and then, for formats with scales, each live tile's scale block of that
+// k-block (static_scale_block_bytes each). full[s] completes when the copies have landed (the
+// producer's arrive.expect_tx plus the copies' bytes); empty[s] when all 8 consumer warps have
+// read the stage into registers. The phase bit of both flips at every pass over the ring.
+//
+// The consumer side is static_gemm_kernel's unit loop (stage the window, k-loop, fix-up,
+// epilogue, combine) over the 8 consumer warps, with named barriers instead of __syncthreads.
+#pragma once
+
+#include "cuda/kernels/static/static_gemm.cuh"
+
+namespace servekit::cuda::static_moe {
+
+SERVEKIT_HD constexpr bool static_uses_ring(StaticFormat f) {
+  return !static_is_fp8(f);
+}
+
+constexpr int kRingThreads = kStaticThreads + 32;  // 8 consumer warps, then the producer warp
+constexpr int kRingBytes = 48 * 1024;              // the weight stages
+constexpr int kRingWindowBytes = 56 * 1024;        // the activation window
+constexpr int kRingMaxStages = 32;
+constexpr int kRingSmemBytes = kRingBytes + kRingWindowBytes + 2 * kRingMaxStages * 8;
+
+template <StaticFormat F>
+constexpr int ring_scale_bytes() {  // the 8 tiles' scale blocks of one stage
+  return kStaticWarps * static_scale_block_bytes(F);
+}
+template <StaticFormat F>
+constexpr int ring_stage_bytes() {
+  return static_cast<int>((static_kblock_stride(F) + ring_scale_bytes<F>() + 127) / 128 * 128);
+}
+template <StaticFormat F>
+constexpr int ring_stages() {
+  return kRingBytes / ring_stage_bytes<F>();
+}
+
+// A consumer's position in the ring: stage and the parity of the pass over the ring.
+struct RingCursor {
+  int stage = 0;
+  uint32_t phase = 0;
+  template <int S>
+  __device__ __forceinline__ void advance() {
+    if (++stage == S) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+// The lane's codes and scales of the next stage, into registers; then the warp frees the stage.
+template <StaticFormat F>
+__device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, uint64_t* empty,
+                                          RingCursor& c, int warp, int lane,
+                                          uint4 (&raw)[StaticLoader<F>::kLoads],
+                                          typename StaticLoader<F>::Scale& sc) {
+  using L = StaticLoader<F>;
+  constexpr int S = ring_stages<F>();
+  const uint8_t* st = ring + c.stage * ring_stage_bytes<F>();
+  mbar_wait(full + c.stage, c.phase);
+  const uint8_t* codes = st + warp * (L::kLoads * 512) + lane * 16;
+#pragma unroll
+  for (int q = 0; q < L::kLoads; ++q) raw[q] = lds128(codes + q * 512);
+  if constexpr (static_scale_block_bytes(F) > 0) {
+    const uint8_t* s = st + static_kblock_stride(F) + warp * static_scale_block_bytes(F) +
+                       static_lane_scale_offset(F, 0, lane >> 2, lane & 3);
+    if constexpr (F == StaticFormat::kInt4G32) {
+      sc = *reinterpret_cast<const uint2*>(s);
+    } else if constexpr (static_is_int4(F)) {
+      sc.x = *reinterpret_cast<const uint32_t*>(s);
+    } else {
+      sc = *reinterpret_cast<const uint32_t*>(s);
+    }
+  }
+  __syncwarp();
+  if (lane == 0) mbar_arrive(empty + c.stage);
+  c.advance<S>();
+}
+
+// The producer warp: every k-block of the CTA's range, in the consumers' order. Lane 0 copies
+// the codes and arms the stage's barrier; lanes 0..7 copy the scale block of tile lane.
+template <StaticFormat F, bool kDown>
+__device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
+                             int u_last, int first_kb0, int last_kb1, uint8_t* ring,
+                             uint64_t* full, uint64_t* empty, int lane) {
+  constexpr int S = ring_stages<F>();
+  constexpr int64_t kStride = static_kblock_stride(F);
+  constexpr int kScaleBytes = static_scale_block_bytes(F);
+  constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
+  const uint64_t policy = l2_evict_first_policy();
+  RingCursor c;
+  for (int u = u_first; u <= u_last; ++u) {
+    const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
+    const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
+    const int grp = static_unit_group(u, ntasks);
+    const StaticExpertPtrs e = p.experts[task.group];
+    const uint8_t* base = kDown ? e.w2 : e.w13;
+    const int live_tiles = min(kStaticWarps, p.tiles - grp * kStaticWarps);
+    const uint8_t* codes = base + static_cast<int64_t>(grp) * kblocks * kStride;
+    const uint8_t* scales = base + p.code_bytes +
+                            static_cast<int64_t>(grp * kStaticWarps + lane) * p.tile_scale_bytes;
+    const uint32_t bytes = static_cast<uint32_t>(kStride + live_tiles * kScaleBytes);
+    for (int kb = kb0; kb < kb1; ++kb) {
+      mbar_wait(empty + c.stage, c.phase ^ 1);  // a fresh barrier's previous phase is complete
+      uint8_t* st = ring + c.stage * ring_stage_bytes<F>();
+      if (lane == 0) {
+        if (base != nullptr) {
+          mbar_arrive_expect_tx(full + c.stage, bytes);
+          bulk_copy_g2s(st, codes + kb * kStride, static_cast<uint32_t>(kStride), full + c.stage,
+                        policy);
+        } else {
+          mbar_arrive(full + c.stage);  // an expert without weights here: nothing to compute
+        }
+      }
+      if constexpr (kScaleBytes > 0) {
+        if (base != nullptr && lane < live_tiles)
+          bulk_copy_g2s(st + kStride + lane * kScaleBytes,
+                        scales + (kb / kScaleKBlocks) * kScaleBytes, kScaleBytes, full + c.stage,
+                        policy);
+      }
+      __syncwarp();
+      c.advance<S>();
+    }
+  }
+}
+
+// One unit's k-blocks on the consumer side (kNts as in static_unit_kloop).
+template <StaticFormat F, bool kDown, int kNts>
+__device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const StaticTask& task,
+                                                StaticUnitLoop& s, const uint8_t* ring,
+                                                uint64_t* full, uint64_t* empty, RingCursor& c,
+                                                float (&acc)[4][4]) {
+  using L = StaticLoader<F>;
+  const uint8_t* bk = s.sB + 16 * s.t;
+  const int nts = (task.rows + 7) / 8;
+  for (int kb = s.kb0; kb < s.kb1; ++kb) {
+    if (kb >= s.w1) {  // the k-block leaves the staged window: slide it
+      named_sync<kStaticThreads>();
+      s.w0 = kb & ~1;
+      s.w1 = s.w0 + s.win;
+      static_stage<F, kDown>(p, task, s.w0, min(s.w1, s.kb1), s.sB, s.row_stride, s.sXs, 1.0f);
+      named_sync<kStaticThreads>();
+    }
+    uint4 raw[L::kLoads];
+    typename L::Scale sc{};
+    ring_take<F>(ring, full, empty, c, s.warp, s.lane, raw, sc);
+    if (s.live)
+      static_mma_kblock<F, kNts>(raw, sc, bk + (kb - s.w0) * 128, s.row_off, 8 * s.row_stride,
+                                 s.last_off, s.sXs, nts, acc);
+  }
+}
+
+template <StaticFormat F, bool kDown>
+__global__ void __launch_bounds__(kRingThreads, 2)
+    static_ring_kernel(const __grid_constant__ StaticGemmParams p) {
+  static_assert(static_uses_ring(F), "the fp8 formats use static_gemm_kernel");
+  constexpr int S = ring_stages<F>();
+  static_assert(S >= 2 && S <= kRingMaxStages, "ring stages");
+  extern __shared__ __align__(128) uint8_t ring_smem[];
+  uint8_t* ring = ring_smem;
+  uint8_t* sB = ring_smem + kRingBytes;
+  uint64_t* full = reinterpret_cast<uint64_t*>(ring_smem + kRingBytes + kRingWindowBytes);
+  uint64_t* empty = full + kRingMaxStages;
+  __shared__ int last_flag;
+
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int grid = gridDim.x, cta = blockIdx.x;
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < S; ++i) {
+      mbar_init(full + i, 1);
+      mbar_init(empty + i, kStaticWarps);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  static_diag_stamp(p, 0);
+  if constexpr (!kDown) {
+    pdl_wait();  // the task list comes from the planner
+    pdl_trigger();
+  }
+  // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
+  const int ntasks = *p.num_tasks;
+  const int kblocks = p.kblocks;
+  const int total = ntasks * p.ngroups * kblocks;
+  const int s_begin = total ? static_cast<int>(static_cta_begin(cta, total, grid)) : 0;
+  const int s_end = total ? static_cast<int>(static_cta_begin(cta + 1, total, grid)) : 0;
+  const int u_first = s_begin / kblocks;
+  const int u_last = s_end > s_begin ? (s_end - 1) / kblocks : u_first - 1;
+  const int first_kb0 = static_cast<int>(s_begin - u_first * kblocks);
+  const int last_kb1 = static_cast<int>(s_end - u_last * kblocks);
+
+  if (warp == kStaticWarps) {  // the producer (GEMM2's streams its weights before the wait)
+    ring_produce<F, kDown>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring, full,
+                           empty, lane);
+    return;
+  }
+  if constexpr (kDown) {
+    pdl_wait();  // h comes from GEMM1
+    pdl_trigger();
+  }
+  static_diag_stamp(p, 1);
+  static_diag_stamp(p, 2);
+  static_diag_cta(p, u_last - u_first + 1);
+
+  if (kDown && total == 0 && p.out != nullptr) {  // nothing routed here: the output is zero
+    for (int64_t i = cta * kStaticThreads + threadIdx.x; i < p.tokens * p.n;
+         i += static_cast<int64_t>(grid) * kStaticThreads)
+      p.out[i] = 0;
+  }
+
+  RingCursor c;
+  for (int u = u_first; u <= u_last; ++u) {
+    const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
+    const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
+    const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;
+    const int nts = (task.rows + 7) / 8;
+    const StaticExpertPtrs ex = p.experts[task.group];
+    const bool live = (kDown ? ex.w2 : ex.w13) != nullptr && tile < p.tiles;
+    const int win = static_window_kblocks(task.rows, kblocks, kRingWindowBytes);
+    const int row_stride = static_row_stride(win);
+    const int row_off = g * row_stride, last_off = (task.rows - 1) * row_stride;
+    const int w0 = kb0 & ~1, w1 = w0 + win;
+    named_sync<kStaticThreads>();  // the previous unit's readers are done with the window
+    static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, nullptr, 1.0f);
+    named_sync<kStaticThreads>();
+
+    float acc[4][4];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+
+    StaticUnitLoop s{u,    u_last, kb0, kb1,        last_kb1, kblocks,  ntasks,
+                     w0,   w1,     win, row_stride, row_off,  last_off, live,
+                     warp, lane,   g,   t,          1.0f,     sB,       nullptr};
+    if (nts == 1) {  // warp-uniform: the common decode case gets straight-line code
+      ring_unit_kloop<F, kDown, 1>(p, task, s, ring, full, empty, c, acc);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {  // the k-blocks' second halves (static_mma_kblock)
+        acc[0][i] += acc[1][i];
+        acc[1][i] = 0.0f;
+      }
+    } else {
+      ring_unit_kloop<F, kDown, 0>(p, task, s, ring, full, empty, c, acc);
+    }
+    static_diag_stamp(p, 2);
+
+    // Finish the unit: here if this CTA computed all of it, else by the last of its CTAs
+    // (static_gemm_kernel's fix-up, over the consumer warps).
+    bool finish = kb0 == 0 && kb1 == kblocks;
+    if (!finish) {
+      const int slot = u == u_first ? 0 : 1;
+      float4* mine = reinterpret_cast<float4*>(p.partials) +
+                     ((static_cast<int64_t>(cta) * 2 + slot) * kStaticWarps + warp) * 4 * 32 + lane;
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+        if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
+      __threadfence();
+      named_sync<kStaticThreads>();
+      const StaticSegment seg = static_segment(u, cta, kblocks, total, grid);
+      if (threadIdx.x == 0)
+        last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, total, grid) - 1;
+      named_sync<kStaticThreads>();
+      finish = last_flag;
+      if (finish) {
+        __threadfence();
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+        for (int cc = seg.first_cta; cc <= seg.last_cta; ++cc) {  // in k order: deterministic
+          if (!static_cta_has_steps(cc, total, grid)) continue;
+          const int cs = static_partial_slot(u, cc, kblocks, total, grid);
+          const float4* part = reinterpret_cast<const float4*>(p.partials) +
+                               ((static_cast<int64_t>(cc) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
+                               lane;
+#pragma unroll
+          for (int nt = 0; nt < 4; ++nt)
+            if (nt < nts) {
+              const float4 v = __ldcg(part + nt * 32);
+              acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
+            }
+        }
+        if (threadIdx.x == 0) p.unit_counters[u] = 0;  // ready for the next launch
+      }
+    }
+    if (finish && tile < p.tiles) {
+      if constexpr (kDown) {
+        static_gemm2_epilogue(p, task, tile, acc, ex.w2_alpha);
+      } else {
+        static_gemm1_epilogue(p, task, tile, acc, ex.w13_alpha);
+      }
+    }
+    if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
+      __threadfence();
+      named_sync<kStaticThreads>();
+      const int cg = static_unit_group(u, ntasks);
+      if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == ntasks - 1;
+      named_sync<kStaticThreads>();
+      if (last_flag) {
+        __threadfence();
+        static_combine_columns(p, cg);
+        if (threadIdx.x == 0) p.column_counters[cg] = 0;
+      }
+    }
+  }
+  static_diag_stamp(p, 3);
+}
+
+}  // namespace servekit::cuda::static_moe
