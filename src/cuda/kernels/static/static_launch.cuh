@@ -8,8 +8,8 @@
 #include <cuda_runtime.h>
 
 #include "cuda/kernels/static/static_gemm.cuh"
-#include "cuda/kernels/static/static_ring.cuh"
 #include "cuda/kernels/static/static_launch.h"
+#include "cuda/kernels/static/static_ring.cuh"
 #include "cuda/runtime.h"
 #include "servekit/error.h"
 
@@ -37,8 +37,8 @@ inline int static_sm_count() {
 
 constexpr int kStaticMaxDevices = 64;
 
-// The GEMM kernels of format F: the shared-memory ring (static_ring.cuh) for the a16 formats,
-// the register ring (static_gemm.cuh) for fp8.
+// The GEMM kernels of format F: the shared-memory ring (static_ring.cuh) where static_uses_ring,
+// else the register ring (static_gemm.cuh).
 template <StaticFormat F>
 struct StaticKernels {
   static constexpr bool kRing = static_uses_ring(F);

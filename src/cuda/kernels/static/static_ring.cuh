@@ -1,5 +1,5 @@
-// The static MoE GEMM with a shared-memory weight ring fed by a producer warp (the a16 formats:
-// bf16, mxfp4, nvfp4, int4; the fp8 formats keep static_gemm_kernel's register ring).
+// The static MoE GEMM with a shared-memory weight ring fed by a producer warp (bf16; the other
+// formats keep static_gemm_kernel's register ring, see static_uses_ring).
 //
 // Why. static_gemm_kernel keeps each warp's k-blocks in flight in registers and refills a slot
 // only after computing it, so the weight stream of a CTA pauses whenever its warps do: at every
@@ -25,8 +25,10 @@
 
 namespace servekit::cuda::static_moe {
 
+// bf16 only for now: with one 4 KB k-block and 8 scale-block copies per stage the 4-bit formats
+// were 40-65% slower than with the register ring (docs/perf-notes.md, eleventh pass).
 SERVEKIT_HD constexpr bool static_uses_ring(StaticFormat f) {
-  return !static_is_fp8(f);
+  return f == StaticFormat::kBF16;
 }
 
 constexpr int kRingThreads = kStaticThreads + 32;  // 8 consumer warps, then the producer warp
@@ -94,8 +96,8 @@ __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, u
 // the codes and arms the stage's barrier; lanes 0..7 copy the scale block of tile lane.
 template <StaticFormat F, bool kDown>
 __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
-                             int u_last, int first_kb0, int last_kb1, uint8_t* ring,
-                             uint64_t* full, uint64_t* empty, int lane) {
+                             int u_last, int first_kb0, int last_kb1, uint8_t* ring, uint64_t* full,
+                             uint64_t* empty, int lane) {
   constexpr int S = ring_stages<F>();
   constexpr int64_t kStride = static_kblock_stride(F);
   constexpr int kScaleBytes = static_scale_block_bytes(F);
@@ -110,8 +112,8 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
     const uint8_t* base = kDown ? e.w2 : e.w13;
     const int live_tiles = min(kStaticWarps, p.tiles - grp * kStaticWarps);
     const uint8_t* codes = base + static_cast<int64_t>(grp) * kblocks * kStride;
-    const uint8_t* scales = base + p.code_bytes +
-                            static_cast<int64_t>(grp * kStaticWarps + lane) * p.tile_scale_bytes;
+    const uint8_t* scales =
+        base + p.code_bytes + static_cast<int64_t>(grp * kStaticWarps + lane) * p.tile_scale_bytes;
     const uint32_t bytes = static_cast<uint32_t>(kStride + live_tiles * kScaleBytes);
     for (int kb = kb0; kb < kb1; ++kb) {
       mbar_wait(empty + c.stage, c.phase ^ 1);  // a fresh barrier's previous phase is complete
@@ -166,7 +168,7 @@ __device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const
 template <StaticFormat F, bool kDown>
 __global__ void __launch_bounds__(kRingThreads, 2)
     static_ring_kernel(const __grid_constant__ StaticGemmParams p) {
-  static_assert(static_uses_ring(F), "the fp8 formats use static_gemm_kernel");
+  static_assert(static_uses_ring(F), "this format uses static_gemm_kernel");
   constexpr int S = ring_stages<F>();
   static_assert(S >= 2 && S <= kRingMaxStages, "ring stages");
   extern __shared__ __align__(128) uint8_t ring_smem[];
@@ -284,9 +286,9 @@ __global__ void __launch_bounds__(kRingThreads, 2)
         for (int cc = seg.first_cta; cc <= seg.last_cta; ++cc) {  // in k order: deterministic
           if (!static_cta_has_steps(cc, total, grid)) continue;
           const int cs = static_partial_slot(u, cc, kblocks, total, grid);
-          const float4* part = reinterpret_cast<const float4*>(p.partials) +
-                               ((static_cast<int64_t>(cc) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
-                               lane;
+          const float4* part =
+              reinterpret_cast<const float4*>(p.partials) +
+              ((static_cast<int64_t>(cc) * 2 + cs) * kStaticWarps + warp) * 4 * 32 + lane;
 #pragma unroll
           for (int nt = 0; nt < 4; ++nt)
             if (nt < nts) {
