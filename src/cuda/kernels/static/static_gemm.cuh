@@ -270,6 +270,100 @@ __device__ __forceinline__ float static_act_scale(const StaticGemmParams& p, uin
   return fp8_scale_of_amax_bits(cta_max_u32(m, red));
 }
 
+// The CTA's range of (unit, k-block) steps: units u_first..u_last, the first from k-block
+// first_kb0 and the last up to last_kb1 (stream-K, static_tasks.h). Steps and units fit 32 bits
+// (validate_static_desc bounds them).
+struct StaticCtaRange {
+  int ntasks, kblocks, total, u_first, u_last, first_kb0, last_kb1;
+};
+__device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParams& p, int cta,
+                                                           int grid) {
+  StaticCtaRange r;
+  r.ntasks = *p.num_tasks;
+  r.kblocks = p.kblocks;
+  r.total = r.ntasks * p.ngroups * r.kblocks;
+  const int s_begin = r.total ? static_cast<int>(static_cta_begin(cta, r.total, grid)) : 0;
+  const int s_end = r.total ? static_cast<int>(static_cta_begin(cta + 1, r.total, grid)) : 0;
+  r.u_first = s_begin / r.kblocks;
+  r.u_last = s_end > s_begin ? (s_end - 1) / r.kblocks : r.u_first - 1;
+  r.first_kb0 = static_cast<int>(s_begin - r.u_first * r.kblocks);
+  r.last_kb1 = static_cast<int>(s_end - r.u_last * r.kblocks);
+  return r;
+}
+
+// Finishes unit u after its k-loop over [kb0, kb1): here if this CTA computed all of it, else by
+// the last of its CTAs, which sums the parts in CTA (= k) order, so results are deterministic;
+// then the epilogue and, for GEMM2 with the fused combine, the column group's combine by the CTA
+// that finishes its last unit. sync() is the barrier of the CTA's compute threads (the ring
+// kernel's producer warp is not one of them); last_flag is a shared int. Returns GEMM1's max |h|
+// bits (fp8_per_tensor).
+template <bool kDown, typename Sync>
+__device__ __forceinline__ uint32_t static_finish_unit(
+    const StaticGemmParams& p, const StaticCtaRange& r, const StaticTask& task, int u, int kb0,
+    int kb1, int tile, int nts, float act_scale, float (&acc)[4][4], int& last_flag, Sync sync) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int grid = gridDim.x, cta = blockIdx.x;
+  uint32_t amax = 0;
+  bool finish = kb0 == 0 && kb1 == r.kblocks;
+  if (!finish) {
+    const int slot = u == r.u_first ? 0 : 1;
+    float4* mine = reinterpret_cast<float4*>(p.partials) +
+                   ((static_cast<int64_t>(cta) * 2 + slot) * kStaticWarps + warp) * 4 * 32 + lane;
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+      if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
+    __threadfence();
+    sync();
+    const StaticSegment seg = static_segment(u, cta, r.kblocks, r.total, grid);
+    if (threadIdx.x == 0)
+      last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, r.total, grid) - 1;
+    sync();
+    finish = last_flag;
+    if (finish) {
+      __threadfence();
+#pragma unroll
+      for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+      for (int c = seg.first_cta; c <= seg.last_cta; ++c) {  // in k order: deterministic
+        if (!static_cta_has_steps(c, r.total, grid)) continue;
+        const int cs = static_partial_slot(u, c, r.kblocks, r.total, grid);
+        const float4* part = reinterpret_cast<const float4*>(p.partials) +
+                             ((static_cast<int64_t>(c) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
+                             lane;
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+          if (nt < nts) {
+            const float4 v = __ldcg(part + nt * 32);
+            acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
+          }
+      }
+      if (threadIdx.x == 0) p.unit_counters[u] = 0;  // ready for the next launch
+    }
+  }
+  if (finish && tile < p.tiles) {
+    const StaticExpertPtrs e = p.experts[task.group];
+    if constexpr (kDown) {
+      static_gemm2_epilogue(p, task, tile, acc, e.w2_alpha * act_scale);
+    } else {
+      amax = static_gemm1_epilogue(p, task, tile, acc, e.w13_alpha * act_scale);
+    }
+  }
+  if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
+    __threadfence();
+    sync();
+    const int cg = static_unit_group(u, r.ntasks);
+    if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == r.ntasks - 1;
+    sync();
+    if (last_flag) {
+      __threadfence();
+      static_combine_columns(p, cg);
+      if (threadIdx.x == 0) p.column_counters[cg] = 0;
+    }
+  }
+  return amax;
+}
+
 template <StaticFormat F, bool kDown>
 __global__ void __launch_bounds__(kStaticThreads, 2)
     static_gemm_kernel(const __grid_constant__ StaticGemmParams p) {
@@ -290,16 +384,10 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     pdl_trigger();
   }
   // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
-  const int ntasks = *p.num_tasks;
-  const int kblocks = p.kblocks;
-  // Steps and units fit 32 bits (validate_static_desc bounds them).
-  const int total = ntasks * p.ngroups * kblocks;
-  const int s_begin = total ? static_cast<int>(static_cta_begin(cta, total, grid)) : 0;
-  const int s_end = total ? static_cast<int>(static_cta_begin(cta + 1, total, grid)) : 0;
-  const int u_first = s_begin / kblocks;
-  const int u_last = s_end > s_begin ? (s_end - 1) / kblocks : u_first - 1;
-  const int first_kb0 = static_cast<int>(s_begin - u_first * kblocks);
-  const int last_kb1 = static_cast<int>(s_end - u_last * kblocks);
+  const StaticCtaRange r = static_cta_range(p, cta, grid);
+  const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
+  const int u_first = r.u_first, u_last = r.u_last;
+  const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
 
   uint4 ring[D][L::kLoads];
   typename L::Scale sring[D];
@@ -364,64 +452,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     }
     static_diag_stamp(p, 2);
 
-    // Finish the unit: here if this CTA computed all of it, else by the last of its CTAs.
-    bool finish = kb0 == 0 && kb1 == kblocks;
-    if (!finish) {
-      const int slot = u == u_first ? 0 : 1;
-      float4* mine = reinterpret_cast<float4*>(p.partials) +
-                     ((static_cast<int64_t>(cta) * 2 + slot) * kStaticWarps + warp) * 4 * 32 + lane;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
-      __threadfence();
-      __syncthreads();
-      const StaticSegment seg = static_segment(u, cta, kblocks, total, grid);
-      if (threadIdx.x == 0)
-        last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, total, grid) - 1;
-      __syncthreads();
-      finish = last_flag;
-      if (finish) {
-        __threadfence();
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-        for (int c = seg.first_cta; c <= seg.last_cta; ++c) {  // in k order: deterministic
-          if (!static_cta_has_steps(c, total, grid)) continue;
-          const int cs = static_partial_slot(u, c, kblocks, total, grid);
-          const float4* part = reinterpret_cast<const float4*>(p.partials) +
-                               ((static_cast<int64_t>(c) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
-                               lane;
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt)
-            if (nt < nts) {
-              const float4 v = __ldcg(part + nt * 32);
-              acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
-            }
-        }
-        if (threadIdx.x == 0) p.unit_counters[u] = 0;  // ready for the next launch
-      }
-    }
-    if (finish && tile < p.tiles) {
-      const StaticExpertPtrs e = p.experts[task.group];
-      if constexpr (kDown) {
-        static_gemm2_epilogue(p, task, tile, acc, e.w2_alpha * act_scale);
-      } else {
-        amax = max(amax, static_gemm1_epilogue(p, task, tile, acc, e.w13_alpha * act_scale));
-      }
-    }
-    if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
-      __threadfence();
-      __syncthreads();
-      const int cg = static_unit_group(u, ntasks);
-      if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == ntasks - 1;
-      __syncthreads();
-      if (last_flag) {
-        __threadfence();
-        static_combine_columns(p, cg);
-        if (threadIdx.x == 0) p.column_counters[cg] = 0;
-      }
-    }
+    amax = max(amax, static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, act_scale, acc,
+                                               last_flag, [] { __syncthreads(); }));
   }
   if (!kDown && p.amax_out != nullptr) {
     amax = cta_max_u32(amax, red);

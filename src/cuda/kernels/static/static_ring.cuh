@@ -194,15 +194,10 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     pdl_trigger();
   }
   // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
-  const int ntasks = *p.num_tasks;
-  const int kblocks = p.kblocks;
-  const int total = ntasks * p.ngroups * kblocks;
-  const int s_begin = total ? static_cast<int>(static_cta_begin(cta, total, grid)) : 0;
-  const int s_end = total ? static_cast<int>(static_cta_begin(cta + 1, total, grid)) : 0;
-  const int u_first = s_begin / kblocks;
-  const int u_last = s_end > s_begin ? (s_end - 1) / kblocks : u_first - 1;
-  const int first_kb0 = static_cast<int>(s_begin - u_first * kblocks);
-  const int last_kb1 = static_cast<int>(s_end - u_last * kblocks);
+  const StaticCtaRange r = static_cta_range(p, cta, grid);
+  const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
+  const int u_first = r.u_first, u_last = r.u_last;
+  const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
 
   if (warp == kStaticWarps) {  // the producer (GEMM2's streams its weights before the wait)
     ring_produce<F, kDown>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring, full,
@@ -260,64 +255,8 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     }
     static_diag_stamp(p, 2);
 
-    // Finish the unit: here if this CTA computed all of it, else by the last of its CTAs
-    // (static_gemm_kernel's fix-up, over the consumer warps).
-    bool finish = kb0 == 0 && kb1 == kblocks;
-    if (!finish) {
-      const int slot = u == u_first ? 0 : 1;
-      float4* mine = reinterpret_cast<float4*>(p.partials) +
-                     ((static_cast<int64_t>(cta) * 2 + slot) * kStaticWarps + warp) * 4 * 32 + lane;
-#pragma unroll
-      for (int nt = 0; nt < 4; ++nt)
-        if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
-      __threadfence();
-      named_sync<kStaticThreads>();
-      const StaticSegment seg = static_segment(u, cta, kblocks, total, grid);
-      if (threadIdx.x == 0)
-        last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, total, grid) - 1;
-      named_sync<kStaticThreads>();
-      finish = last_flag;
-      if (finish) {
-        __threadfence();
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-        for (int cc = seg.first_cta; cc <= seg.last_cta; ++cc) {  // in k order: deterministic
-          if (!static_cta_has_steps(cc, total, grid)) continue;
-          const int cs = static_partial_slot(u, cc, kblocks, total, grid);
-          const float4* part =
-              reinterpret_cast<const float4*>(p.partials) +
-              ((static_cast<int64_t>(cc) * 2 + cs) * kStaticWarps + warp) * 4 * 32 + lane;
-#pragma unroll
-          for (int nt = 0; nt < 4; ++nt)
-            if (nt < nts) {
-              const float4 v = __ldcg(part + nt * 32);
-              acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
-            }
-        }
-        if (threadIdx.x == 0) p.unit_counters[u] = 0;  // ready for the next launch
-      }
-    }
-    if (finish && tile < p.tiles) {
-      if constexpr (kDown) {
-        static_gemm2_epilogue(p, task, tile, acc, ex.w2_alpha);
-      } else {
-        static_gemm1_epilogue(p, task, tile, acc, ex.w13_alpha);
-      }
-    }
-    if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
-      __threadfence();
-      named_sync<kStaticThreads>();
-      const int cg = static_unit_group(u, ntasks);
-      if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == ntasks - 1;
-      named_sync<kStaticThreads>();
-      if (last_flag) {
-        __threadfence();
-        static_combine_columns(p, cg);
-        if (threadIdx.x == 0) p.column_counters[cg] = 0;
-      }
-    }
+    static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, 1.0f, acc, last_flag,
+                              [] { named_sync<kStaticThreads>(); });
   }
   static_diag_stamp(p, 3);
 }
