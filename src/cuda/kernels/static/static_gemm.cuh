@@ -295,15 +295,16 @@ __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParam
 // the last of its CTAs, which sums the parts in CTA (= k) order, so results are deterministic;
 // then the epilogue and, for GEMM2 with the fused combine, the column group's combine by the CTA
 // that finishes its last unit. sync() is the barrier of the CTA's compute threads (the ring
-// kernel's producer warp is not one of them); last_flag is a shared int. Returns GEMM1's max |h|
-// bits (fp8_per_tensor).
+// kernel's producer warp is not one of them); last_flag is a shared int; amax: GEMM1's max |h|
+// bits so far (fp8_per_tensor), updated.
 template <bool kDown, typename Sync>
-__device__ __forceinline__ uint32_t static_finish_unit(
-    const StaticGemmParams& p, const StaticCtaRange& r, const StaticTask& task, int u, int kb0,
-    int kb1, int tile, int nts, float act_scale, float (&acc)[4][4], int& last_flag, Sync sync) {
+__device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
+                                                   const StaticCtaRange& r, const StaticTask& task,
+                                                   int u, int kb0, int kb1, int tile, int nts,
+                                                   float act_scale, float (&acc)[4][4],
+                                                   int& last_flag, uint32_t& amax, Sync sync) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int grid = gridDim.x, cta = blockIdx.x;
-  uint32_t amax = 0;
   bool finish = kb0 == 0 && kb1 == r.kblocks;
   if (!finish) {
     const int slot = u == r.u_first ? 0 : 1;
@@ -346,7 +347,7 @@ __device__ __forceinline__ uint32_t static_finish_unit(
     if constexpr (kDown) {
       static_gemm2_epilogue(p, task, tile, acc, e.w2_alpha * act_scale);
     } else {
-      amax = static_gemm1_epilogue(p, task, tile, acc, e.w13_alpha * act_scale);
+      amax = max(amax, static_gemm1_epilogue(p, task, tile, acc, e.w13_alpha * act_scale));
     }
   }
   if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
@@ -361,7 +362,6 @@ __device__ __forceinline__ uint32_t static_finish_unit(
       if (threadIdx.x == 0) p.column_counters[cg] = 0;
     }
   }
-  return amax;
 }
 
 template <StaticFormat F, bool kDown>
@@ -452,8 +452,8 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     }
     static_diag_stamp(p, 2);
 
-    amax = max(amax, static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, act_scale, acc,
-                                               last_flag, [] { __syncthreads(); }));
+    static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, act_scale, acc, last_flag, amax,
+                              [] { __syncthreads(); });
   }
   if (!kDown && p.amax_out != nullptr) {
     amax = cta_max_u32(amax, red);

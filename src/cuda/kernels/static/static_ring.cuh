@@ -259,7 +259,8 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     }
     static_diag_stamp(p, 2);
 
-    static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, 1.0f, acc, last_flag,
+    uint32_t amax = 0;  // fp8_per_tensor's only, which is not on the ring
+    static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, 1.0f, acc, last_flag, amax,
                               [] { named_sync<kStaticThreads>(); });
   }
   static_diag_stamp(p, 3);
