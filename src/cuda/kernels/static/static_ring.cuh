@@ -12,10 +12,11 @@
 // up to the ring's depth, across unit boundaries, whatever the consumers are doing.
 //
 // Stage s holds one k-block of the unit: the codes of its 8 tiles (static_kblock_stride bytes,
-// in global order) and then, for formats with scales, each live tile's scale block of that
-// k-block (static_scale_block_bytes each). full[s] completes when the copies have landed (the
-// producer's arrive.expect_tx plus the copies' bytes); empty[s] when all 8 consumer warps have
-// read the stage into registers. The phase bit of both flips at every pass over the ring.
+// in global order). Formats with scales are not on the ring (static_uses_ring; the versions that
+// staged scales too are branches wip/ring4 and wip/fp8-ring). full[s] completes when the copy
+// has landed (the producer's arrive.expect_tx plus the copy's bytes); empty[s] when all 8
+// consumer warps have read the stage into registers. The phase bit of both flips at every pass
+// over the ring.
 //
 // The consumer side is static_gemm_kernel's unit loop (stage the window, k-loop, fix-up,
 // epilogue, combine) over the 8 consumer warps, with named barriers instead of __syncthreads.
@@ -42,12 +43,9 @@ constexpr int kRingSmemBytes = kRingBytes + kRingWindowBytes + 2 * kRingMaxStage
 static_assert(2 * (kRingSmemBytes + 2 * 1024) <= 227 * 1024, "two ring CTAs per SM");
 
 template <StaticFormat F>
-constexpr int ring_scale_bytes() {  // the 8 tiles' scale blocks of one stage
-  return kStaticWarps * static_scale_block_bytes(F);
-}
-template <StaticFormat F>
 constexpr int ring_stage_bytes() {
-  return static_cast<int>((static_kblock_stride(F) + ring_scale_bytes<F>() + 127) / 128 * 128);
+  static_assert(static_scale_block_bytes(F) == 0, "the ring stages codes only");
+  return static_cast<int>(static_kblock_stride(F));
 }
 template <StaticFormat F>
 constexpr int ring_stages() {
@@ -67,12 +65,11 @@ struct RingCursor {
   }
 };
 
-// The lane's codes and scales of the next stage, into registers; then the warp frees the stage.
+// The lane's codes of the next stage, into registers; then the warp frees the stage.
 template <StaticFormat F>
 __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, uint64_t* empty,
                                           RingCursor& c, int warp, int lane,
-                                          uint4 (&raw)[StaticLoader<F>::kLoads],
-                                          typename StaticLoader<F>::Scale& sc) {
+                                          uint4 (&raw)[StaticLoader<F>::kLoads]) {
   using L = StaticLoader<F>;
   constexpr int S = ring_stages<F>();
   const uint8_t* st = ring + c.stage * ring_stage_bytes<F>();
@@ -80,32 +77,19 @@ __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, u
   const uint8_t* codes = st + warp * (L::kLoads * 512) + lane * 16;
 #pragma unroll
   for (int q = 0; q < L::kLoads; ++q) raw[q] = lds128(codes + q * 512);
-  if constexpr (static_scale_block_bytes(F) > 0) {
-    const uint8_t* s = st + static_kblock_stride(F) + warp * static_scale_block_bytes(F) +
-                       static_lane_scale_offset(F, 0, lane >> 2, lane & 3);
-    if constexpr (F == StaticFormat::kInt4G32) {
-      sc = *reinterpret_cast<const uint2*>(s);
-    } else if constexpr (static_is_int4(F)) {
-      sc.x = *reinterpret_cast<const uint32_t*>(s);
-    } else {
-      sc = *reinterpret_cast<const uint32_t*>(s);
-    }
-  }
   __syncwarp();
   if (lane == 0) mbar_arrive(empty + c.stage);
   c.advance<S>();
 }
 
 // The producer warp: every k-block of the CTA's range, in the consumers' order. Lane 0 copies
-// the codes and arms the stage's barrier; lanes 0..7 copy the scale block of tile lane.
+// the codes and arms the stage's barrier.
 template <StaticFormat F, bool kDown>
 __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
                              int u_last, int first_kb0, int last_kb1, uint8_t* ring, uint64_t* full,
                              uint64_t* empty, int lane) {
   constexpr int S = ring_stages<F>();
   constexpr int64_t kStride = static_kblock_stride(F);
-  constexpr int kScaleBytes = static_scale_block_bytes(F);
-  constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
   const uint64_t policy = l2_evict_first_policy();
   RingCursor c;
   for (int u = u_first; u <= u_last; ++u) {
@@ -114,28 +98,18 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
     const int grp = static_unit_group(u, ntasks);
     const StaticExpertPtrs e = p.experts[task.group];
     const uint8_t* base = kDown ? e.w2 : e.w13;
-    const int live_tiles = min(kStaticWarps, p.tiles - grp * kStaticWarps);
     const uint8_t* codes = base + static_cast<int64_t>(grp) * kblocks * kStride;
-    const uint8_t* scales =
-        base + p.code_bytes + static_cast<int64_t>(grp * kStaticWarps + lane) * p.tile_scale_bytes;
-    const uint32_t bytes = static_cast<uint32_t>(kStride + live_tiles * kScaleBytes);
     for (int kb = kb0; kb < kb1; ++kb) {
       mbar_wait(empty + c.stage, c.phase ^ 1);  // a fresh barrier's previous phase is complete
       uint8_t* st = ring + c.stage * ring_stage_bytes<F>();
       if (lane == 0) {
         if (base != nullptr) {
-          mbar_arrive_expect_tx(full + c.stage, bytes);
+          mbar_arrive_expect_tx(full + c.stage, static_cast<uint32_t>(kStride));
           bulk_copy_g2s(st, codes + kb * kStride, static_cast<uint32_t>(kStride), full + c.stage,
                         policy);
         } else {
           mbar_arrive(full + c.stage);  // an expert without weights here: nothing to compute
         }
-      }
-      if constexpr (kScaleBytes > 0) {
-        if (base != nullptr && lane < live_tiles)
-          bulk_copy_g2s(st + kStride + lane * kScaleBytes,
-                        scales + (kb / kScaleKBlocks) * kScaleBytes, kScaleBytes, full + c.stage,
-                        policy);
       }
       __syncwarp();
       c.advance<S>();
@@ -161,8 +135,8 @@ __device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const
       named_sync<kStaticThreads>();
     }
     uint4 raw[L::kLoads];
-    typename L::Scale sc{};
-    ring_take<F>(ring, full, empty, c, s.warp, s.lane, raw, sc);
+    const typename L::Scale sc{};
+    ring_take<F>(ring, full, empty, c, s.warp, s.lane, raw);
     if (s.live)
       static_mma_kblock<F, kNts>(raw, sc, bk + (kb - s.w0) * 128, s.row_off, 8 * s.row_stride,
                                  s.last_off, s.sXs, nts, acc);
