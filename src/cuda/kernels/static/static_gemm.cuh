@@ -291,6 +291,19 @@ __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParam
   return r;
 }
 
+// The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
+// comes from the planner; GEMM2 reads the list before its own wait, since the planner finished
+// before GEMM1 triggered), and the CTA's range.
+template <bool kDown>
+__device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
+  static_diag_stamp(p, 0);
+  if constexpr (!kDown) {
+    pdl_wait();
+    pdl_trigger();
+  }
+  return static_cta_range(p, blockIdx.x, gridDim.x);
+}
+
 // Finishes unit u after its k-loop over [kb0, kb1): here if this CTA computed all of it, else by
 // the last of its CTAs, which sums the parts in CTA (= k) order, so results are deterministic;
 // then the epilogue and, for GEMM2 with the fused combine, the column group's combine by the CTA
@@ -378,13 +391,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int grid = gridDim.x, cta = blockIdx.x;
-  static_diag_stamp(p, 0);
-  if constexpr (!kDown) {
-    pdl_wait();  // the task list comes from the planner
-    pdl_trigger();
-  }
-  // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
-  const StaticCtaRange r = static_cta_range(p, cta, grid);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;

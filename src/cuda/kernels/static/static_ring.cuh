@@ -166,13 +166,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     mbar_init_fence();
   }
   __syncthreads();
-  static_diag_stamp(p, 0);
-  if constexpr (!kDown) {
-    pdl_wait();  // the task list comes from the planner
-    pdl_trigger();
-  }
-  // GEMM2 reads the task list before its wait: the planner finished before GEMM1 triggered.
-  const StaticCtaRange r = static_cta_range(p, cta, grid);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
