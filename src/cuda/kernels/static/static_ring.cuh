@@ -38,9 +38,10 @@ constexpr int kRingWindowBytes = 56 * 1024;        // the activation window
 constexpr int kRingMaxStages = 32;
 constexpr int kRingSmemBytes = kRingBytes + kRingWindowBytes + 2 * kRingMaxStages * 8;
 // Two CTAs per SM (the grid and the partials workspace assume kStaticMaxCtasPerSm = 2): an SM has
-// 227 KB of shared memory, of which the runtime reserves 1 KB per CTA; 1 KB more for the static
-// shared variables.
-static_assert(2 * (kRingSmemBytes + 2 * 1024) <= 227 * 1024, "two ring CTAs per SM");
+// 227 KB of shared memory, of which the runtime reserves 1 KB per CTA; 1 KB more for the small
+// static shared variables, and the partition table's copy (static_cta_start).
+static_assert(2 * (kRingSmemBytes + 2 * 1024 + kStaticPartitionStride * 4) <= 227 * 1024,
+              "two ring CTAs per SM");
 
 template <StaticFormat F>
 constexpr int ring_stage_bytes() {
@@ -82,7 +83,10 @@ __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, u
   c.advance<S>();
 }
 
-// The producer warp: every k-block of the CTA's range, in the consumers' order. Lane 0 copies
+// The producer warp: every k-block of the CTA's range, in the consumers' order (units in
+// static_visit_unit's order: with p.cut_first, the two cut units' hand-over overlaps the stream
+// of the whole units after them, and the range ends with a whole unit, whose epilogue is all
+// that is left). Lane 0 copies
 // the codes and arms the stage's barrier.
 template <StaticFormat F, bool kDown>
 __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
@@ -92,7 +96,8 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
   constexpr int64_t kStride = static_kblock_stride(F);
   const uint64_t policy = l2_evict_first_policy();
   RingCursor c;
-  for (int u = u_first; u <= u_last; ++u) {
+  for (int i = 0; i <= u_last - u_first; ++i) {
+    const int u = static_visit_unit(i, u_first, u_last, p.cut_first);
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
     const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int grp = static_unit_group(u, ntasks);
@@ -191,7 +196,8 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   }
 
   RingCursor c;
-  for (int u = u_first; u <= u_last; ++u) {
+  for (int i = 0; i <= u_last - u_first; ++i) {  // the producer's order (static_visit_unit)
+    const int u = static_visit_unit(i, u_first, u_last, p.cut_first);
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
     const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;
