@@ -53,6 +53,8 @@ run() {
 for rc in 0 3 5 8; do
   run "rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 $SK
 done
+run align0 SERVEKIT_STATIC_ALIGN=0 -- --preset deepseek-v3 --quant fp8_block128 --tokens 1 $SK
+run align0b SERVEKIT_STATIC_ALIGN=0 -- --preset qwen3-235b-a22b --quant bf16 --tokens 1 $SK
 run cut0 SERVEKIT_STATIC_CUT_FIRST=0 -- --preset qwen3-235b-a22b --quant bf16 --tokens 1,8,32 $SK
 run stamps SERVEKIT_DIAG_STATIC_TIMES=1 -- --preset deepseek-v3 --quant fp8_block128 --tokens 32 $SK
 grep -E "diag-times" "$W/stamps.log" >>"$W/sweep.txt" 2>/dev/null

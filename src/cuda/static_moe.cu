@@ -189,6 +189,8 @@ sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace
   sm::StaticPartitionBuild b;
   b.grid = grid;
   b.row_cost = static_row_cost(f);
+  const char* align = std::getenv("SERVEKIT_STATIC_ALIGN");  // 0: no whole-unit partition
+  b.align = align == nullptr || *align == '\0' || std::atoi(align) != 0;
   b.kblocks[0] = static_cast<int>(g13.kblocks);
   b.kblocks[1] = static_cast<int>(g2.kblocks);
   b.ngroups[0] = static_cast<int>(unit_groups(g13.rows));

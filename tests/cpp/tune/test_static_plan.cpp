@@ -303,6 +303,7 @@ TEST(StaticPlan, PartitionTables) {
   pb.kblocks[0] = 112, pb.kblocks[1] = 32;
   pb.ngroups[0] = 32, pb.ngroups[1] = 56;
   std::vector<int32_t> out(2 * kStaticPartitionStride);
+  pb.align = false;  // the whole-unit partition: AlignedPartition
   // one row in each of 9 groups: uniform
   std::vector<int> ones(9, 1);
   auto off = offsets_of(ones);
@@ -363,6 +364,46 @@ TEST(StaticPlan, VisitOrder) {
           EXPECT_EQ(seen[1], u_last);
           for (int i = 2; i < n; ++i) EXPECT_EQ(seen[size_t(i)], u_first + i - 1);
         }
+      }
+    }
+  }
+}
+
+// Whole units per CTA: only for equal-row plans where the busiest CTA does <= 5% more steps;
+// then no unit is cut (every unit lies in one CTA's range) and the fix-up invariants hold.
+TEST(StaticPlan, AlignedPartition) {
+  EXPECT_TRUE(static_aligned_fits(256, 264));   // qwen3-235b GEMM2, one token: 1 unit per CTA
+  EXPECT_TRUE(static_aligned_fits(504, 264));   // deepseek-v3 GEMM2: 2 vs 1.91
+  EXPECT_FALSE(static_aligned_fits(288, 264));  // deepseek-v3 GEMM1: 2 vs 1.09
+  EXPECT_FALSE(static_aligned_fits(192, 264));  // qwen3-235b GEMM1: 1 vs 0.73
+  EXPECT_TRUE(static_aligned_fits(264 * 7, 264));
+  EXPECT_FALSE(static_aligned_fits(0, 264));
+  StaticPartitionBuild pb;
+  pb.grid = 264;
+  pb.row_cost = 5;
+  pb.kblocks[0] = 112, pb.kblocks[1] = 32;
+  pb.ngroups[0] = 32, pb.ngroups[1] = 56;
+  std::vector<int32_t> out(2 * kStaticPartitionStride);
+  const std::vector<int> ones(9, 1);  // deepseek-v3 at one token: 8 routed + 1 shared
+  const auto off = offsets_of(ones);
+  for (bool align : {true, false}) {
+    pb.align = align;
+    static_partition_tables_serial(off.data(), 9, 100, pb, out.data());
+    for (int w = 0; w < 2; ++w) {
+      const int64_t units = int64_t{9} * pb.ngroups[w];
+      const StaticPartition p{out.data() + w * kStaticPartitionStride, units * pb.kblocks[w],
+                              pb.grid};
+      check_fixup(p, units, pb.kblocks[w]);
+      const bool whole = align && w == 1;
+      int cut = 0;
+      for (int b = 0; b <= pb.grid; ++b) cut += p.begin(b) % pb.kblocks[w] != 0;
+      if (whole) {
+        EXPECT_EQ(cut, 0);
+        for (int b = 0; b < pb.grid; ++b) EXPECT_LE(p.begin(b + 1) - p.begin(b), 2 * pb.kblocks[w]);
+      } else {
+        EXPECT_GT(cut, 0);
+        for (int b = 0; b <= pb.grid; ++b)
+          EXPECT_EQ(p.begin(b), static_cta_begin(b, units * pb.kblocks[w], pb.grid));
       }
     }
   }

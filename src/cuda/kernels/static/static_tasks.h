@@ -52,6 +52,8 @@ struct StaticPartitionBuild {
   int row_cost = 0;           // > 0 (static_weighted_begin)
   int kblocks[2] = {0, 0};    // GEMM1's, GEMM2's
   int ngroups[2] = {0, 0};    // column groups of 128 weight rows
+  bool align = true;          // equal-row plans: whole units per CTA where it costs <= 5%
+                              // (static_aligned_fits)
 };
 
 // Where a task list goes (device pointers; static_task_build.cuh builds it); tasks == nullptr:
@@ -313,14 +315,28 @@ SERVEKIT_HD int64_t static_weighted_begin(int64_t b, int grid, int kblocks, int 
   return (cg * ntasks + first + j) * kblocks + kb;
 }
 
-// Entry b of GEMM `which`'s table as static_build_tasks writes it, for a plan of ntasks tasks:
-// uniform when every task has the same rows (one token, one row per expert: the weights would
-// not move a cut) or when the task list overflowed, else weighted.
+// Whether whole units per CTA (no unit cut, so no fix-up hand-over) cost at most 5% more steps
+// on the busiest CTA than the uniform partition: ceil(units / grid) * grid <= 1.05 * units. It
+// holds for GEMM2 at one token on the large presets (256 or 504 units over 264 CTAs), where the
+// uniform partition cuts every unit and each CTA ends in a hand-over.
+SERVEKIT_HD bool static_aligned_fits(int64_t units, int grid) {
+  if (units <= 0) return false;
+  const int64_t per = (units + grid - 1) / grid;
+  return per * grid * 100 <= units * 105;
+}
+
+// Entry b of GEMM `which`'s table as static_build_tasks writes it, for a plan of ntasks tasks.
+// When every task has the same rows (one token, one row per expert: weights would not move a
+// cut) or the task list overflowed: whole units per CTA where static_aligned_fits (and pb.align),
+// else uniform. Otherwise weighted.
 template <typename Costs, typename Offsets>
 SERVEKIT_HD int64_t static_partition_entry(int b, int which, const StaticPartitionBuild& pb,
                                            int64_t ntasks, bool uniform, const Costs& group_cost,
                                            const Offsets& offsets, int num_groups) {
-  if (uniform) return static_cta_begin(b, ntasks * pb.ngroups[which] * pb.kblocks[which], pb.grid);
+  const int64_t units = ntasks * pb.ngroups[which];
+  if (uniform && pb.align && static_aligned_fits(units, pb.grid))
+    return b * units / pb.grid * pb.kblocks[which];
+  if (uniform) return static_cta_begin(b, units * pb.kblocks[which], pb.grid);
   return static_weighted_begin(b, pb.grid, pb.kblocks[which], pb.ngroups[which], group_cost,
                                offsets, num_groups, pb.row_cost);
 }
