@@ -358,9 +358,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm1.amax_out = per_tensor ? w.h_amax : nullptr;
 
   l.gemm2 = gemm_params(w, a, g2);
-  // The ring kernel finishes its cut units first unless SERVEKIT_STATIC_CUT_FIRST=0.
-  const char* cut_first = std::getenv("SERVEKIT_STATIC_CUT_FIRST");
-  l.gemm1.cut_first = l.gemm2.cut_first = cut_first == nullptr || std::atoi(cut_first) != 0;
   if (partition.begins != nullptr)
     l.gemm2.cta_begins = partition.begins + sm::kStaticPartitionStride;
   l.gemm2.h = w.h;

@@ -344,31 +344,6 @@ TEST(StaticPlan, PartitionTables) {
   EXPECT_EQ(out[1], static_cta_begin(1, int64_t{4} * 32 * 112, 132));
 }
 
-// static_visit_unit visits every unit of the range once: in order, or (cut_first) the first and
-// the last unit, then the ones between in order.
-TEST(StaticPlan, VisitOrder) {
-  for (int u_first : {0, 5}) {
-    for (int n : {1, 2, 3, 7}) {
-      const int u_last = u_first + n - 1;
-      for (bool cut_first : {false, true}) {
-        std::vector<int> seen;
-        for (int i = 0; i < n; ++i)
-          seen.push_back(static_visit_unit(i, u_first, u_last, cut_first));
-        std::vector<int> sorted = seen;
-        std::sort(sorted.begin(), sorted.end());
-        for (int i = 0; i < n; ++i) ASSERT_EQ(sorted[size_t(i)], u_first + i);
-        if (!cut_first || n == 1) {
-          EXPECT_EQ(seen, sorted);
-        } else {
-          EXPECT_EQ(seen[0], u_first);
-          EXPECT_EQ(seen[1], u_last);
-          for (int i = 2; i < n; ++i) EXPECT_EQ(seen[size_t(i)], u_first + i - 1);
-        }
-      }
-    }
-  }
-}
-
 // Whole units per CTA: only for equal-row plans where the busiest CTA does <= 5% more steps;
 // then no unit is cut (every unit lies in one CTA's range) and the fix-up invariants hold.
 TEST(StaticPlan, AlignedPartition) {

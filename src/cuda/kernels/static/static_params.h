@@ -84,9 +84,7 @@ struct StaticGemmParams {
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
                                         // weighted partition), or null: the uniform partition
   float* partials = nullptr;            // [grid][2][kStaticWarps][4][32] float4
-  bool cut_first = false;  // the ring kernel visits its range's first and last units first
-                           // (static_visit_unit; SERVEKIT_STATIC_CUT_FIRST=0: in order)
-  int32_t* unit_counters = nullptr;  // [units], zero between launches
+  int32_t* unit_counters = nullptr;     // [units], zero between launches
 
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
   // [grid][kStaticDiagSlots] per CTA: kStaticDiagStamps global-timer stamps, then the SM id and

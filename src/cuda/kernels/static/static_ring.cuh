@@ -83,10 +83,7 @@ __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, u
   c.advance<S>();
 }
 
-// The producer warp: every k-block of the CTA's range, in the consumers' order (units in
-// static_visit_unit's order: with p.cut_first, the two cut units' hand-over overlaps the stream
-// of the whole units after them, and the range ends with a whole unit, whose epilogue is all
-// that is left). Lane 0 copies
+// The producer warp: every k-block of the CTA's range, in the consumers' order. Lane 0 copies
 // the codes and arms the stage's barrier.
 template <StaticFormat F, bool kDown>
 __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
@@ -96,8 +93,7 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
   constexpr int64_t kStride = static_kblock_stride(F);
   const uint64_t policy = l2_evict_first_policy();
   RingCursor c;
-  for (int i = 0; i <= u_last - u_first; ++i) {
-    const int u = static_visit_unit(i, u_first, u_last, p.cut_first);
+  for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
     const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int grp = static_unit_group(u, ntasks);
@@ -196,8 +192,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   }
 
   RingCursor c;
-  for (int i = 0; i <= u_last - u_first; ++i) {  // the producer's order (static_visit_unit)
-    const int u = static_visit_unit(i, u_first, u_last, p.cut_first);
+  for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
     const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;

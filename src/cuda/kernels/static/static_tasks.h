@@ -233,16 +233,6 @@ SERVEKIT_HD int static_partial_slot(int64_t unit, int c, int kblocks, int64_t to
   return static_partial_slot(unit, c, kblocks, StaticPartition{nullptr, total_steps, grid});
 }
 
-// Unit visited i-th (0 <= i <= u_last - u_first) by a CTA whose range holds units
-// u_first..u_last when it finishes its cut units first (cut_first): the first, then the last,
-// then the whole units between in order; else in order. The step order of the partition is
-// unchanged, only the CTA's own order of its units (which the fix-up does not depend on: the
-// last CTA of a cut unit to arrive sums it, in CTA order, whenever that is).
-SERVEKIT_HD int static_visit_unit(int i, int u_first, int u_last, bool cut_first) {
-  if (!cut_first || u_last - u_first < 1) return u_first + i;
-  return i == 0 ? u_first : (i == 1 ? u_last : u_first + i - 1);
-}
-
 // ---- the cost-weighted partition --------------------------------------------------------------
 //
 // Stream-K with equal steps per CTA gives equal work only when every task has the same rows. A
