@@ -64,16 +64,17 @@ int sm_count() {
 struct Workspace {
   sm::StaticTask* tasks = nullptr;
   int32_t* num_tasks = nullptr;
-  uint32_t* x_amax = nullptr;   // [sms]     planner CTAs' |x| maxima
-  uint32_t* h_amax = nullptr;   // [grid]    GEMM1 CTAs' |h| maxima
-  uint16_t* xq = nullptr;       // [T, H]    fp8_block128: x codes (f16 bits), else empty
-  float* xs = nullptr;          // [T, ceil(H / 128)] their scales
-  uint16_t* hq = nullptr;       // [rows, I] fp8_block128: h codes for GEMM2, else empty
-  float* hs = nullptr;          // [rows, ceil(I / 128)] their scales
-  float* h = nullptr;           // [rows, I] GEMM1 output
-  float* y32 = nullptr;         // [rows, H] GEMM2 output for the fused combine
-  float* partials = nullptr;    // [grid][2][8 warps][4][32] float4
-  int32_t* counters = nullptr;  // unit counters, then column counters
+  uint32_t* x_amax = nullptr;     // [sms]     planner CTAs' |x| maxima
+  uint32_t* h_amax = nullptr;     // [grid]    GEMM1 CTAs' |h| maxima
+  uint16_t* xq = nullptr;         // [T, H]    fp8_block128: x codes (f16 bits), else empty
+  float* xs = nullptr;            // [T, ceil(H / 128)] their scales
+  uint16_t* hq = nullptr;         // [rows, I] fp8_block128: h codes for GEMM2, else empty
+  float* hs = nullptr;            // [rows, ceil(I / 128)] their scales
+  float* h = nullptr;             // [rows, I] GEMM1 output
+  float* y32 = nullptr;           // [rows, H] GEMM2 output for the fused combine
+  float* partials = nullptr;      // [grid][2][8 warps][4][32] float4
+  int32_t* partitions = nullptr;  // [2][kStaticPartitionStride] GEMM1's, GEMM2's CTA begins
+  int32_t* counters = nullptr;    // unit counters, then column counters
   size_t unit_counters = 0, column_counters = 0;
   size_t counters_offset = 0, bytes = 0;
 };
@@ -106,6 +107,7 @@ Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
   w.y32 = reinterpret_cast<float*>(take(sizeof(float) * rows * d.hidden));
   w.partials =
       reinterpret_cast<float*>(take(sizeof(float) * 4 * grid * 2 * sm::kStaticWarps * 4 * 32));
+  w.partitions = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * 2 * sm::kStaticPartitionStride));
   w.counters_offset = off;
   w.counters =
       reinterpret_cast<int32_t*>(take(sizeof(int32_t) * (w.unit_counters + w.column_counters)));
@@ -154,6 +156,52 @@ sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
   p.partials = w.partials;
   p.unit_counters = w.counters;
   return p;
+}
+
+// Cost of one row of a task in the weighted partition, against kStaticStepCost for the step's
+// weight stream (static_tasks.h): SERVEKIT_STATIC_ROW_COST when set (0: the uniform partition),
+// else per format. 5 was fitted to the CTA stamps of deepseek-v3 fp8_block128 (a 32-row task's
+// unit took ~3.3x a one-row task's, an 8-row one ~1.5x; docs/perf-notes.md, twelfth pass); bf16
+// streams twice the bytes per k-block for the same rows of work, so half of it.
+int static_row_cost(StaticFormat f) {
+  const char* v = std::getenv("SERVEKIT_STATIC_ROW_COST");
+  if (v != nullptr && *v != '\0') return std::max(0, std::atoi(v));
+  return f == StaticFormat::kBF16 ? 2 : 5;
+}
+
+// The GEMMs' grid: one wave of resident CTAs, fewer under SERVEKIT_DIAG_STATIC_CTAS_PER_SM.
+int launch_grid(const StaticMoEDesc& d) {
+  int grid = static_gemm_grid(d);
+  const int per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
+  if (per_sm > 0 && per_sm < sm::kStaticMaxCtasPerSm)
+    grid = grid / sm::kStaticMaxCtasPerSm * per_sm;
+  return grid;
+}
+
+// What the task build writes besides the tasks: the GEMMs' weighted partition tables, unless
+// the row cost is 0 or the bounds do not fit the tables (static_weighted_fits): then none, and
+// the GEMMs use the uniform partition.
+sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace& w, int grid) {
+  const StaticFormat f = static_format(d.quant);
+  const sm::StaticMatrixGeometry g13 =
+      sm::static_geometry(f, w13_rows(d), d.hidden, activation_is_gated(d.activation));
+  const sm::StaticMatrixGeometry g2 = sm::static_geometry(f, d.hidden, d.intermediate, false);
+  sm::StaticPartitionBuild b;
+  b.grid = grid;
+  b.row_cost = static_row_cost(f);
+  const char* align = std::getenv("SERVEKIT_STATIC_ALIGN");  // 0: no whole-unit partition
+  b.align = align == nullptr || *align == '\0' || std::atoi(align) != 0;
+  b.kblocks[0] = static_cast<int>(g13.kblocks);
+  b.kblocks[1] = static_cast<int>(g2.kblocks);
+  b.ngroups[0] = static_cast<int>(unit_groups(g13.rows));
+  b.ngroups[1] = static_cast<int>(unit_groups(g2.rows));
+  const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+  for (int i = 0; i < 2; ++i)
+    if (!sm::static_weighted_fits(tasks, rows_capacity(d), b.row_cost, b.kblocks[i], b.ngroups[i],
+                                  grid, d.num_groups))
+      return sm::StaticPartitionBuild{};
+  b.begins = w.partitions;
+  return b;
 }
 
 }  // namespace
@@ -222,6 +270,7 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   b.num_tasks = w.num_tasks;
   b.capacity =
       static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+  b.partition = partition_build(d, w, launch_grid(d));
   return b;
 }
 
@@ -249,6 +298,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const StaticFormat f = static_format(d.quant);
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
+  const int grid = launch_grid(d);
+  const sm::StaticPartitionBuild partition = partition_build(d, w, grid);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
   SERVEKIT_CHECK(!a.tasks_built || !planner_does_more(w, f),
                  "static moe: tasks_built is only for formats whose planner builds nothing else "
@@ -265,6 +316,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   pp.num_tasks = w.num_tasks;
   pp.task_capacity =
       static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+  pp.partition = partition;
   const int64_t x_elems = a.tokens * d.hidden;
   int plan_grid = 1;
   if (planner_does_more(w, f)) {
@@ -287,7 +339,9 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const sm::StaticMatrixGeometry g2 = sm::static_geometry(f, d.hidden, d.intermediate, false);
   sm::StaticLaunch l;
   l.pdl = a.pdl;
+  l.grid = grid;
   l.gemm1 = gemm_params(w, a, g13);
+  if (partition.begins != nullptr) l.gemm1.cta_begins = partition.begins;
   l.gemm1.x = static_cast<const uint16_t*>(a.hidden);
   l.gemm1.xq = w.xq;
   l.gemm1.xs = w.xs;
@@ -304,6 +358,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm1.amax_out = per_tensor ? w.h_amax : nullptr;
 
   l.gemm2 = gemm_params(w, a, g2);
+  if (partition.begins != nullptr)
+    l.gemm2.cta_begins = partition.begins + sm::kStaticPartitionStride;
   l.gemm2.h = w.h;
   l.gemm2.amax_in = per_tensor ? w.h_amax : nullptr;
   l.gemm2.y = static_cast<uint16_t*>(a.y);
@@ -338,13 +394,12 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   if (g_diag_times != nullptr) SERVEKIT_CUDA_CHECK(cudaGetDevice(&diag_dev));
   if (g_diag_times != nullptr && diag_dev == g_diag_device &&
       diag_env("SERVEKIT_DIAG_STATIC_TIMES") > 0) {
-    g_diag_grid = static_gemm_grid(d);
+    g_diag_grid = grid;
     if (g_diag_grid <= kDiagMaxGrid) {
       l.gemm1.diag_times = g_diag_times;
       l.gemm2.diag_times = g_diag_times + kDiagMaxGrid * sm::kStaticDiagSlots;
     }
   }
-  l.ctas_per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
   dispatch(f, [&](auto fc) { sm::static_launch_gemms<decltype(fc)::value>(l, stream); });
 }
 

@@ -307,10 +307,22 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
     DeviceArray<cuda::static_moe::StaticTask> tasks(task_capacity);
     const cuda::PlanBuffers plan =
         testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
-    const cuda::static_moe::StaticTaskBuild build{tasks.get(), num_tasks.get(), task_capacity};
+    namespace sm = cuda::static_moe;
+    // The CTA partition tables of two GEMMs shaped like deepseek-v3's (static_tasks.h).
+    DeviceArray<int32_t> begins(2 * sm::kStaticPartitionStride);
+    sm::StaticTaskBuild build;
+    build.tasks = tasks.get();
+    build.num_tasks = num_tasks.get();
+    build.capacity = task_capacity;
+    build.partition.begins = begins.get();
+    build.partition.grid = 264;
+    build.partition.row_cost = 5;
+    build.partition.kblocks[0] = 112, build.partition.kblocks[1] = 32;
+    build.partition.ngroups[0] = 32, build.partition.ngroups[1] = 56;
     for (cuda::PlanKernels kernels : {cuda::PlanKernels::kOneCta, cuda::PlanKernels::kMultiCta}) {
       tasks.poison(kPoison);
       num_tasks.poison(kPoison);
+      begins.poison(kPoison);
       const bool built = cuda::launch_route_and_plan(
           cfg, d_logits.get(), DType::kF32, bias.empty() ? nullptr : d_bias.get(), c.tokens,
           ids.get(), weights.get(), l.offset, l.local, l.shared, plan, nullptr, kernels, &build);
@@ -322,6 +334,12 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
         std::memcpy(bytes.data(), got.data(), bytes.size());
         EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == kPoison; }))
             << "the multi-CTA path wrote tasks";
+        const std::vector<int32_t> tables = begins.download();
+        std::vector<uint8_t> table_bytes(tables.size() * sizeof(int32_t));
+        std::memcpy(table_bytes.data(), tables.data(), table_bytes.size());
+        EXPECT_TRUE(std::all_of(table_bytes.begin(), table_bytes.end(), [](uint8_t b) {
+          return b == kPoison;
+        })) << "the multi-CTA path wrote partition tables";
         continue;
       }
       ASSERT_TRUE(built);
@@ -344,6 +362,22 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
           EXPECT_EQ(first, kPoison) << "a task past the count was written";
         }
       }
+      // The partition tables equal the serial build's, entry for entry (uniform at one token,
+      // weighted where the tasks' rows differ); entries past the grid stay poisoned.
+      std::vector<int32_t> want_tables(2 * sm::kStaticPartitionStride, 0);
+      sm::static_partition_tables_serial(off.data(), groups, task_capacity, build.partition,
+                                         want_tables.data());
+      const std::vector<int32_t> tables = begins.download();
+      int32_t poison_word = 0;
+      std::memset(&poison_word, kPoison, sizeof(poison_word));
+      for (int w = 0; w < 2; ++w)
+        for (int b = 0; b < sm::kStaticPartitionStride; ++b) {
+          const size_t i = static_cast<size_t>(w * sm::kStaticPartitionStride + b);
+          if (b <= build.partition.grid)
+            ASSERT_EQ(tables[i], want_tables[i]) << "GEMM " << w + 1 << " CTA " << b;
+          else
+            ASSERT_EQ(tables[i], poison_word) << "GEMM " << w + 1 << " entry " << b;
+        }
     }
   }
 }

@@ -276,14 +276,35 @@ __device__ __forceinline__ float static_act_scale(const StaticGemmParams& p, uin
 struct StaticCtaRange {
   int ntasks, kblocks, total, u_first, u_last, first_kb0, last_kb1;
 };
+
+// The partition table's copy in shared memory (static_cta_start): a static address, so no
+// register holds it across the k-loops.
+__device__ __forceinline__ int32_t* static_partition_smem() {
+  __shared__ int32_t begins[kStaticPartitionStride];
+  return begins;
+}
+
+// The CTA partition for the fix-up's walks: the shared copy of the table (the planner's, or the
+// uniform partition's computed by static_cta_start), so the fix-up has one code path and no
+// 64-bit divisions.
+__device__ __forceinline__ StaticPartition static_partition(const StaticCtaRange& r) {
+  return StaticPartition{static_partition_smem(), r.total, static_cast<int>(gridDim.x)};
+}
+
 __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParams& p, int cta,
                                                            int grid) {
   StaticCtaRange r;
   r.ntasks = *p.num_tasks;
   r.kblocks = p.kblocks;
   r.total = r.ntasks * p.ngroups * r.kblocks;
-  const int s_begin = r.total ? static_cast<int>(static_cta_begin(cta, r.total, grid)) : 0;
-  const int s_end = r.total ? static_cast<int>(static_cta_begin(cta + 1, r.total, grid)) : 0;
+  int s_begin = 0, s_end = 0;
+  if (p.cta_begins != nullptr) {  // the table's own entries, from global memory
+    s_begin = p.cta_begins[cta];
+    s_end = p.cta_begins[cta + 1];
+  } else if (r.total) {
+    s_begin = static_cast<int>(static_cta_begin(cta, r.total, grid));
+    s_end = static_cast<int>(static_cta_begin(cta + 1, r.total, grid));
+  }
   r.u_first = s_begin / r.kblocks;
   r.u_last = s_end > s_begin ? (s_end - 1) / r.kblocks : r.u_first - 1;
   r.first_kb0 = static_cast<int>(s_begin - r.u_first * r.kblocks);
@@ -292,8 +313,10 @@ __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParam
 }
 
 // The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
-// comes from the planner; GEMM2 reads the list before its own wait, since the planner finished
-// before GEMM1 triggered), and the CTA's range.
+// and partition table come from the planner; GEMM2 reads them before its own wait, since the
+// planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
+// into shared memory for the fix-up (by the compute threads; visible to them after the barrier
+// that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
 template <bool kDown>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
@@ -301,7 +324,13 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
     pdl_wait();
     pdl_trigger();
   }
-  return static_cta_range(p, blockIdx.x, gridDim.x);
+  const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
+  if (threadIdx.x < kStaticThreads)
+    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
+      static_partition_smem()[i] =
+          p.cta_begins != nullptr ? p.cta_begins[i]
+                                  : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
+  return r;
 }
 
 // Finishes unit u after its k-loop over [kb0, kb1): here if this CTA computed all of it, else by
@@ -317,7 +346,7 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
                                                    float act_scale, float (&acc)[4][4],
                                                    int& last_flag, uint32_t& amax, Sync sync) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int grid = gridDim.x, cta = blockIdx.x;
+  const int cta = blockIdx.x;
   bool finish = kb0 == 0 && kb1 == r.kblocks;
   if (!finish) {
     const int slot = u == r.u_first ? 0 : 1;
@@ -328,9 +357,10 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
       if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
     __threadfence();
     sync();
-    const StaticSegment seg = static_segment(u, cta, r.kblocks, r.total, grid);
+    const StaticPartition part = static_partition(r);
+    const StaticSegment seg = static_segment_near(u, cta, r.kblocks, part);
     if (threadIdx.x == 0)
-      last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, r.total, grid) - 1;
+      last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, part) - 1;
     sync();
     finish = last_flag;
     if (finish) {
@@ -340,8 +370,8 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
       for (int c = seg.first_cta; c <= seg.last_cta; ++c) {  // in k order: deterministic
-        if (!static_cta_has_steps(c, r.total, grid)) continue;
-        const int cs = static_partial_slot(u, c, r.kblocks, r.total, grid);
+        if (!static_cta_has_steps(c, part)) continue;
+        const int cs = static_partial_slot(u, c, r.kblocks, part);
         const float4* part = reinterpret_cast<const float4*>(p.partials) +
                              ((static_cast<int64_t>(c) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
                              lane;
@@ -376,6 +406,11 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
     }
   }
 }
+
+// Two CTAs per SM (kStaticMaxCtasPerSm): the dynamic shared memory, 1 KB the runtime reserves per
+// CTA, 1 KB for the small static variables, and the partition table's copy (static_cta_start).
+static_assert(2 * (kStaticSmemBytes + 2 * 1024 + kStaticPartitionStride * 4) <= 227 * 1024,
+              "two CTAs per SM");
 
 template <StaticFormat F, bool kDown>
 __global__ void __launch_bounds__(kStaticThreads, 2)

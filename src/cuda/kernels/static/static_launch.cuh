@@ -3,6 +3,7 @@
 // files (static_moe_<format>.cu), so each compiles one format's two kernels.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 
 #include <cuda_runtime.h>
@@ -54,8 +55,9 @@ struct StaticKernels {
 };
 
 // GEMM grid of format F (both kernels): one wave of resident CTAs, at most
-// kStaticMaxCtasPerSm per SM. Cached per device (the queries cost microseconds per call); the
-// shared memory size is a constant per format, so the opt-in made on the first call holds.
+// kStaticMaxCtasPerSm per SM and kStaticMaxPartitionGrid in all. Cached per device (the queries
+// cost microseconds per call); the shared memory size is a constant per format, so the opt-in made
+// on the first call holds.
 template <StaticFormat F>
 int static_grid() {
   using K = StaticKernels<F>;
@@ -67,16 +69,18 @@ int static_grid() {
   const int b = static_ctas_per_sm(K::gemm(true), K::kThreads, K::kSmem);
   int per_sm = a < b ? a : b;
   per_sm = per_sm < kStaticMaxCtasPerSm ? per_sm : kStaticMaxCtasPerSm;
-  const int grid = static_sm_count() * per_sm;
+  // At most kStaticMaxPartitionGrid CTAs: the kernels keep the CTA begins in shared memory
+  // (static_tasks.h); a larger GPU would run fewer CTAs per SM.
+  const int grid = std::min(static_sm_count() * per_sm, kStaticMaxPartitionGrid);
   if (dev < kStaticMaxDevices) cache[dev].store(grid);
   return grid;
 }
 
 template <StaticFormat F>
 void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
-  int grid = static_grid<F>();
-  if (l.ctas_per_sm > 0 && l.ctas_per_sm < kStaticMaxCtasPerSm)
-    grid = grid / kStaticMaxCtasPerSm * l.ctas_per_sm;
+  const int grid = l.grid;
+  SERVEKIT_CHECK(grid >= 1 && grid <= static_grid<F>(), "static moe: grid ", grid,
+                 " must be in [1, ", static_grid<F>(), "]");
   l.gemm2.amax_in_count = grid;
   using K = StaticKernels<F>;
   launch_pdl(K::gemm(false), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm1);

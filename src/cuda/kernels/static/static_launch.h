@@ -26,13 +26,13 @@ struct StaticHQuant {
 
 struct StaticLaunch {
   StaticGemmParams gemm1, gemm2;  // gemm2.amax_in_count is set by the launcher (= the grid)
+  int grid = 0;  // both GEMMs' (static_grid, or fewer CTAs per SM); the partition tables' grid
   bool pdl = true;
   bool hquant = false;  // launch hquant between the GEMMs (gemm2.hq / hs point at its outputs)
   StaticHQuant hq;
   int64_t hquant_rows = 0;  // upper bound of the rows in use (sizes its grid)
   // Diagnostics (SERVEKIT_DIAG_*, docs/static_moe.md), never set in normal use:
   bool stop_after_gemm1 = false;  // launch GEMM1 only (timing attribution; the output is garbage)
-  int ctas_per_sm = 0;            // > 0: this many CTAs per SM instead of the resident maximum
 };
 
 // Launches the h quantization (PDL: waits for GEMM1, lets GEMM2 start its weight loads).

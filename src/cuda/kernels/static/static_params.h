@@ -31,7 +31,8 @@ struct StaticPlanParams {
   // null: xq [T, H] e4m3 codes as f16 bits, xs [T, ceil(H / 128)] scales.
   uint16_t* xq = nullptr;
   float* xs = nullptr;
-  int64_t hidden = 0;  // H
+  int64_t hidden = 0;              // H
+  StaticPartitionBuild partition;  // the GEMMs' CTA partition tables, built with the tasks
 };
 
 // One GEMM of the static path. GEMM1 (gate/up, kDown = false):
@@ -79,9 +80,11 @@ struct StaticGemmParams {
   int top_k = 0, num_shared = 0;
   int32_t* column_counters = nullptr;  // [ngroups], zero between launches
 
-  // stream-K fix-up
-  float* partials = nullptr;         // [grid][2][kStaticWarps][4][32] float4
-  int32_t* unit_counters = nullptr;  // [units], zero between launches
+  // stream-K: the CTA ranges and the fix-up
+  const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
+                                        // weighted partition), or null: the uniform partition
+  float* partials = nullptr;            // [grid][2][kStaticWarps][4][32] float4
+  int32_t* unit_counters = nullptr;     // [units], zero between launches
 
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
   // [grid][kStaticDiagSlots] per CTA: kStaticDiagStamps global-timer stamps, then the SM id and

@@ -19,7 +19,8 @@ __global__ void __launch_bounds__(kStaticPlanThreads) static_plan_kernel(const S
   pdl_wait();  // the plan (and x) come from the previous kernels
   pdl_trigger();
   if (blockIdx.x == 0 && p.tasks != nullptr)
-    static_build_tasks(p.group_offsets, p.num_groups, {p.tasks, p.num_tasks, p.task_capacity});
+    static_build_tasks(p.group_offsets, p.num_groups,
+                       {p.tasks, p.num_tasks, p.task_capacity, p.partition});
 
   // fp8_block128: each half-warp quantizes 128-column chunks of x rows; with more than one CTA,
   // CTA 0 builds the task list while the others quantize.

@@ -38,9 +38,10 @@ constexpr int kRingWindowBytes = 56 * 1024;        // the activation window
 constexpr int kRingMaxStages = 32;
 constexpr int kRingSmemBytes = kRingBytes + kRingWindowBytes + 2 * kRingMaxStages * 8;
 // Two CTAs per SM (the grid and the partials workspace assume kStaticMaxCtasPerSm = 2): an SM has
-// 227 KB of shared memory, of which the runtime reserves 1 KB per CTA; 1 KB more for the static
-// shared variables.
-static_assert(2 * (kRingSmemBytes + 2 * 1024) <= 227 * 1024, "two ring CTAs per SM");
+// 227 KB of shared memory, of which the runtime reserves 1 KB per CTA; 1 KB more for the small
+// static shared variables, and the partition table's copy (static_cta_start).
+static_assert(2 * (kRingSmemBytes + 2 * 1024 + kStaticPartitionStride * 4) <= 227 * 1024,
+              "two ring CTAs per SM");
 
 template <StaticFormat F>
 constexpr int ring_stage_bytes() {
