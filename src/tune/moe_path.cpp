@@ -15,9 +15,11 @@ namespace servekit::tune {
 // shapes keep the design point of the static path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
-      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 16, true,
-       "static 243.8 us vs dynamic 257.0 us at T=2; 400.3 vs 390.6 at T=4, 674.6 vs 645.3 at T=8 "
-       "(cutover-s7b-deepseek.json: the dynamic path's 64-row fp8 tile)"},
+      {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 32, true,
+       "static 396.5 us vs dynamic 397.6 us at T=4 (a 0.3% margin); 662.7 vs 649.6 at T=8 "
+       "(2026-12-01-cutover-s13.json: the static path's cost-weighted partition; at s7 T=4 was "
+       "400.3 vs "
+       "390.6)"},
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kBF16, 16, true,
        "static 405.6 us vs dynamic 414.3 us at T=2; 691.2 vs 689.7 at T=4, 1170.5 vs 1161.1 at "
        "T=8 (cutover-s8.json)"},
@@ -31,9 +33,10 @@ const std::vector<MoECutover>& moe_cutover_table() {
        "T=16 (cutover-s7b-qwen3.json: the dynamic path's 64x128 tile)"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
        "static 537.9 us vs dynamic 1102.9 us at T=32, the largest measured"},
-      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 64, true,
-       "static 148.7 us vs dynamic 156.8 us at T=8; 205.5 vs 204.7 at T=12, 208.3 vs 207.8 at "
-       "T=16, 295.0 vs 287.5 at T=32 (cutover-s7b-qwen3.json, cutover-s7.json)"},
+      {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 128, true,
+       "static 204.4 us vs dynamic 207.3 us at T=12, 207.4 vs 210.1 at T=16; 286.3 vs 284.9 at "
+       "T=32 (2026-12-01-cutover-s13.json; at s7 T=12 and 16 were level, 205.5 vs 204.7, 208.3 vs "
+       "207.8)"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, true,
        "static 614.8 us vs dynamic 629.3 us at T=8; 704.4 vs 699.2 at T=16 (cutover-s8.json)"},
       {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,

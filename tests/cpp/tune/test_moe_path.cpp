@@ -41,11 +41,11 @@ MoEPathDesc deepseek(int64_t tokens) {
 
 TEST(MoEPath, TableCutoverSplitsTheTokens) {
   CutoverEnv env(nullptr);
-  // deepseek-v3 fp8_block128 (measured): 16 rows = 2 tokens at top-8.
-  EXPECT_EQ(moe_cutover_rows(deepseek(1)), 16);
+  // deepseek-v3 fp8_block128 (measured): 32 rows = 4 tokens at top-8.
+  EXPECT_EQ(moe_cutover_rows(deepseek(1)), 32);
   EXPECT_EQ(choose_moe_path(deepseek(1)), MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path(deepseek(2)), MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path(deepseek(3)), MoEPath::kDynamic);
+  EXPECT_EQ(choose_moe_path(deepseek(4)), MoEPath::kStatic);
+  EXPECT_EQ(choose_moe_path(deepseek(5)), MoEPath::kDynamic);
   // Measured in the eighth pass: deepseek-v3 bf16 and kimi-k2 fp8_block128 16 rows (2 tokens at
   // top-8), mixtral-8x7b 16 rows (8 tokens at top-2).
   const MoEPathDesc ds_bf16{256, 8, 7168, 2048, {QuantMethod::kBF16, 128}, 2};
@@ -58,10 +58,10 @@ TEST(MoEPath, TableCutoverSplitsTheTokens) {
   const MoEPathDesc mixtral{8, 2, 4096, 14336, {QuantMethod::kBF16, 128}, 8};
   EXPECT_EQ(choose_moe_path(mixtral), MoEPath::kStatic);
   EXPECT_EQ(choose_moe_path({8, 2, 4096, 14336, {QuantMethod::kBF16, 128}, 9}), MoEPath::kDynamic);
-  // qwen3-30b-a3b bf16 (measured): 64 rows = 8 tokens at top-8.
-  const MoEPathDesc q30{128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 8};
+  // qwen3-30b-a3b bf16 (measured): 128 rows = 16 tokens at top-8.
+  const MoEPathDesc q30{128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 16};
   EXPECT_EQ(choose_moe_path(q30), MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path({128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 9}), MoEPath::kDynamic);
+  EXPECT_EQ(choose_moe_path({128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 17}), MoEPath::kDynamic);
   // gpt-oss-120b mxfp4: 128 rows = 32 tokens at top-4.
   const MoEPathDesc oss{128, 4, 2880, 2880, {QuantMethod::kMXFP4W4A16, 128}, 32};
   EXPECT_EQ(choose_moe_path(oss), MoEPath::kStatic);
