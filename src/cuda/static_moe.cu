@@ -160,13 +160,24 @@ sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
 
 // Cost of one row of a task in the weighted partition, against kStaticStepCost for the step's
 // weight stream (static_tasks.h): SERVEKIT_STATIC_ROW_COST when set (0: the uniform partition),
-// else per format. 5 was fitted to the CTA stamps of deepseek-v3 fp8_block128 (a 32-row task's
-// unit took ~3.3x a one-row task's, an 8-row one ~1.5x; docs/perf-notes.md, twelfth pass); bf16
-// streams twice the bytes per k-block for the same rows of work, so half of it.
+// else per format. fp8: 5, fitted to the CTA stamps of deepseek-v3 fp8_block128 (a 32-row task's
+// unit took ~3.3x a one-row task's, an 8-row one ~1.5x; docs/perf-notes.md, twelfth pass) and
+// the best of 0 3 5 8 at 8 and 32 tokens (thirteenth pass). 4-bit: 8, the best of 3 5 8 12 on
+// kimi-k2 int4 at 32 tokens (half fp8's weight bytes per step for the same rows of work; mxfp4
+// and nvfp4 take it unmeasured). bf16: 2 (twice fp8's bytes per step; 0, 2 and 4 measured level
+// on qwen3-235b, which has no shared expert).
 int static_row_cost(StaticFormat f) {
   const char* v = std::getenv("SERVEKIT_STATIC_ROW_COST");
   if (v != nullptr && *v != '\0') return std::max(0, std::atoi(v));
-  return f == StaticFormat::kBF16 ? 2 : 5;
+  switch (f) {
+    case StaticFormat::kBF16:
+      return 2;
+    case StaticFormat::kFP8PerTensor:
+    case StaticFormat::kFP8Block128:
+      return 5;
+    default:
+      return 8;
+  }
 }
 
 // The GEMMs' grid: one wave of resident CTAs, fewer under SERVEKIT_DIAG_STATIC_CTAS_PER_SM.
