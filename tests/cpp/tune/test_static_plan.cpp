@@ -128,41 +128,44 @@ TEST(StaticPlan, CapacityTruncatesWithoutOverflow) {
   EXPECT_EQ(tasks[2].group, 1);
 }
 
+// The CTA holding step s, by brute force: the last CTA whose range starts at or before s.
+int cta_of_step(int64_t s, const StaticPartition& p) {
+  int c = 0;
+  for (int b = 0; b < p.grid; ++b)
+    if (p.begin(b) <= s) c = b;
+  return c;
+}
+
 // The fix-up's invariants of a partition of units x kblocks steps: the CTA ranges tile the step
-// list in CTA order; static_cta_of_step inverts begin; for each unit its CTAs' segments tile
-// [0, kblocks) in CTA order, static_unit_parts counts them, and distinct CTAs holding a cut unit
-// use distinct (cta, slot) pairs (a CTA cuts at most its first and last unit).
+// list in CTA order; for each unit, the segment of every CTA holding part of it names the unit's
+// first and last CTA (brute force), the segments tile [0, kblocks) in CTA order,
+// static_unit_parts counts them, and distinct CTAs holding a cut unit use distinct (cta, slot)
+// pairs (a CTA cuts at most its first and last unit).
 void check_fixup(const StaticPartition& p, int64_t units, int kblocks) {
   const int64_t total = units * kblocks;
-  ASSERT_EQ(p.total, total);
   int64_t covered = 0;
   for (int b = 0; b < p.grid; ++b) {
     const int64_t s0 = p.begin(b), s1 = p.begin(b + 1);
     ASSERT_LE(s0, s1);
     ASSERT_EQ(s0, covered);
     covered = s1;
-    for (int64_t s = s0; s < s1; ++s) ASSERT_EQ(static_cta_of_step(s, p), b);
   }
   ASSERT_EQ(covered, total);
   std::vector<int> slot_use(static_cast<size_t>(p.grid) * 2, 0);
   for (int64_t u = 0; u < units; ++u) {
-    const StaticSegment first = static_segment(u, 0, kblocks, p);
+    const int first_cta = cta_of_step(u * kblocks, p);
+    const int last_cta = cta_of_step(u * kblocks + kblocks - 1, p);
     int kb = 0, parts = 0;
-    for (int c = first.first_cta; c <= first.last_cta; ++c) {
+    for (int c = first_cta; c <= last_cta; ++c) {
       if (!static_cta_has_steps(c, p)) continue;
       ++parts;
       const StaticSegment seg = static_segment(u, c, kblocks, p);
-      const StaticSegment near = static_segment_near(u, c, kblocks, p);  // the kernels' walk
-      ASSERT_EQ(near.first_cta, seg.first_cta);
-      ASSERT_EQ(near.last_cta, seg.last_cta);
-      ASSERT_EQ(near.kb_begin, seg.kb_begin);
-      ASSERT_EQ(near.kb_end, seg.kb_end);
-      ASSERT_EQ(seg.first_cta, first.first_cta);
-      ASSERT_EQ(seg.last_cta, first.last_cta);
+      ASSERT_EQ(seg.first_cta, first_cta) << "unit " << u << " cta " << c;
+      ASSERT_EQ(seg.last_cta, last_cta) << "unit " << u << " cta " << c;
       ASSERT_EQ(seg.kb_begin, kb);
       ASSERT_GT(seg.kb_end, seg.kb_begin);
       kb = seg.kb_end;
-      if (first.first_cta != first.last_cta) {
+      if (first_cta != last_cta) {
         const int slot = static_partial_slot(u, c, kblocks, p);
         // the slot is 0 exactly when u is the first unit of c's range
         ASSERT_EQ(slot == 0, p.begin(c) / kblocks == u);
@@ -170,23 +173,30 @@ void check_fixup(const StaticPartition& p, int64_t units, int kblocks) {
       }
     }
     ASSERT_EQ(kb, kblocks);
-    ASSERT_EQ(parts, static_unit_parts(first, p));
+    if (parts > 0) {
+      const StaticSegment seg = static_segment(u, last_cta, kblocks, p);
+      ASSERT_EQ(static_unit_parts(seg, p), parts);
+    }
   }
   for (int v : slot_use) ASSERT_LE(v, 1);
 }
 
-// Stream-K, uniform partition: the fix-up's invariants, and the legacy (total, grid) overloads
-// agree with the StaticPartition ones.
+// The uniform partition's table.
+std::vector<int32_t> uniform_table(int64_t total, int grid) {
+  std::vector<int32_t> t(static_cast<size_t>(grid) + 1);
+  for (int b = 0; b <= grid; ++b)
+    t[size_t(b)] = static_cast<int32_t>(static_cta_begin(b, total, grid));
+  return t;
+}
+
+// Stream-K, uniform partition: the fix-up's invariants, including grids larger than the steps
+// (empty ranges between the CTAs of one unit).
 TEST(StaticPlan, StreamKPartition) {
   for (int64_t units : {1, 3, 7, 45, 288}) {
     for (int kblocks : {1, 12, 45, 112}) {
       for (int grid : {1, 5, 132, 264}) {
-        const int64_t total = units * kblocks;
-        const StaticPartition p{nullptr, total, grid};
-        check_fixup(p, units, kblocks);
-        for (int b = 0; b <= grid; ++b) ASSERT_EQ(p.begin(b), static_cta_begin(b, total, grid));
-        for (int64_t s = 0; s < total; s += 7)
-          ASSERT_EQ(static_cta_of_step(s, total, grid), static_cta_of_step(s, p));
+        const std::vector<int32_t> t = uniform_table(units * kblocks, grid);
+        check_fixup(StaticPartition{t.data(), grid}, units, kblocks);
       }
     }
   }
@@ -264,7 +274,7 @@ TEST(StaticPlan, WeightedPartitionMatchesBruteForceAndKeepsTheFixupInvariants) {
                   << " ngroups " << ngroups << " grid " << grid << " b " << b;
               begins[static_cast<size_t>(b)] = static_cast<int32_t>(got);
             }
-            const StaticPartition p{begins.data(), total, grid};
+            const StaticPartition p{begins.data(), grid};
             check_fixup(p, ntasks * ngroups, kblocks);
             for (int b = 0; b < grid; ++b) {
               auto at = [&](int64_t s) { return s < total ? start[size_t(s)] : total_cost; };
@@ -366,8 +376,7 @@ TEST(StaticPlan, AlignedPartition) {
     static_partition_tables_serial(off.data(), 9, 100, pb, out.data());
     for (int w = 0; w < 2; ++w) {
       const int64_t units = int64_t{9} * pb.ngroups[w];
-      const StaticPartition p{out.data() + w * kStaticPartitionStride, units * pb.kblocks[w],
-                              pb.grid};
+      const StaticPartition p{out.data() + w * kStaticPartitionStride, pb.grid};
       check_fixup(p, units, pb.kblocks[w]);
       const bool whole = align && w == 1;
       int cut = 0;

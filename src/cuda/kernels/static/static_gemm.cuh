@@ -287,8 +287,8 @@ __device__ __forceinline__ int32_t* static_partition_smem() {
 // The CTA partition for the fix-up's walks: the shared copy of the table (the planner's, or the
 // uniform partition's computed by static_cta_start), so the fix-up has one code path and no
 // 64-bit divisions.
-__device__ __forceinline__ StaticPartition static_partition(const StaticCtaRange& r) {
-  return StaticPartition{static_partition_smem(), r.total, static_cast<int>(gridDim.x)};
+__device__ __forceinline__ StaticPartition static_partition() {
+  return StaticPartition{static_partition_smem(), static_cast<int>(gridDim.x)};
 }
 
 __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParams& p, int cta,
@@ -357,8 +357,8 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
       if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
     __threadfence();
     sync();
-    const StaticPartition part = static_partition(r);
-    const StaticSegment seg = static_segment_near(u, cta, r.kblocks, part);
+    const StaticPartition part = static_partition();
+    const StaticSegment seg = static_segment(u, cta, r.kblocks, part);
     if (threadIdx.x == 0)
       last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, part) - 1;
     sync();

@@ -10,9 +10,9 @@
 //   unit   (task, column group): kStaticWarps m16 tiles of one weight matrix, i.e. 128 weight rows.
 //   step   (unit, k-block): the unit's work over 64 columns of K.
 // The steps of all units form one list (unit-major; units column-group-major, see static_gemm.cuh),
-// and CTA b of a grid of P works on steps
-// [b * S / P, (b + 1) * S / P) ("stream-K"): every CTA gets the same number of steps whatever
-// the expert count, and a unit cut between CTAs is summed in CTA order (deterministic).
+// cut into one contiguous range per CTA ("stream-K"): equal steps per CTA (the uniform
+// partition), or equal cost where tasks differ in rows (the weighted partition, below), whatever
+// the expert count. A unit cut between CTAs is summed in CTA order (deterministic).
 #pragma once
 
 #include <cstddef>
@@ -116,16 +116,13 @@ constexpr int kStaticMaxPartitionGroups = 1023;
 // static_moe.cu: static_row_cost).
 constexpr int kStaticStepCost = 64;
 
-// How the step list [0, total) is cut into CTA ranges: CTA b works on [begin(b), begin(b + 1)).
-// begins == nullptr: uniform, begin(b) = b * total / grid. Else a table of grid + 1 begins
-// (non-decreasing, begins[0] = 0, begins[grid] = total), the weighted partition below.
+// How the step list [0, total) is cut into CTA ranges: CTA b works on [begins[b], begins[b + 1]),
+// a table of grid + 1 begins (non-decreasing, begins[0] = 0, begins[grid] = total): the uniform
+// partition (static_cta_begin) or the weighted one below. The kernels keep it in shared memory.
 struct StaticPartition {
   const int32_t* begins;
-  int64_t total;
   int grid;
-  SERVEKIT_HD int64_t begin(int64_t b) const {
-    return begins != nullptr ? int64_t{begins[b]} : b * total / grid;
-  }
+  SERVEKIT_HD int64_t begin(int64_t b) const { return begins[b]; }
 };
 
 // First step of CTA b of the uniform partition (b = grid gives the total).
@@ -133,35 +130,14 @@ SERVEKIT_HD int64_t static_cta_begin(int64_t b, int64_t total_steps, int grid) {
   return b * total_steps / grid;
 }
 
-// The CTA whose range holds step s (0 <= s < total): the last CTA whose range starts at or
-// before s (CTAs with empty ranges start where the next one does, so they are skipped).
-SERVEKIT_HD int static_cta_of_step(int64_t s, const StaticPartition& p) {
-  if (p.begins != nullptr) {  // binary search of the table
-    int lo = 0, hi = p.grid - 1;
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (p.begins[mid] <= s)
-        lo = mid;
-      else
-        hi = mid - 1;
-    }
-    return lo;
-  }
-  int64_t b = (s * p.grid) / p.total;  // a lower bound up to rounding; fix up below
-  while (b + 1 < p.grid && p.begin(b + 1) <= s) ++b;
-  while (b > 0 && p.begin(b) > s) --b;
-  return static_cast<int>(b);
-}
-SERVEKIT_HD int static_cta_of_step(int64_t s, int64_t total_steps, int grid) {
-  return static_cta_of_step(s, StaticPartition{nullptr, total_steps, grid});
-}
-
-// The part of unit u that CTA b computes, as k-blocks [kb_begin, kb_end) (empty when the CTA
-// does not touch u), and where the unit's pieces live.
+// The part of unit u that CTA b computes, as k-blocks [kb_begin, kb_end), and where the unit's
+// pieces live: CTAs first_cta..last_cta hold its first and last k-block (between them, CTAs
+// with empty ranges may lie). CTA b must hold steps of the unit; the first and last CTA are
+// found by walking from b (a cut unit spans a few CTAs).
 struct StaticSegment {
   int64_t unit;
   int kb_begin, kb_end;
-  int first_cta, last_cta;  // CTAs holding the unit's first and last k-block
+  int first_cta, last_cta;
 };
 
 SERVEKIT_HD StaticSegment static_segment(int64_t unit, int b, int kblocks,
@@ -173,30 +149,9 @@ SERVEKIT_HD StaticSegment static_segment(int64_t unit, int b, int kblocks,
   seg.unit = unit;
   seg.kb_begin = static_cast<int>(s0 - u0);
   seg.kb_end = static_cast<int>(s1 > s0 ? s1 - u0 : s0 - u0);
-  seg.first_cta = static_cta_of_step(u0, p);
-  seg.last_cta = static_cta_of_step(u1 - 1, p);
-  return seg;
-}
-SERVEKIT_HD StaticSegment static_segment(int64_t unit, int b, int kblocks, int64_t total_steps,
-                                         int grid) {
-  return static_segment(unit, b, kblocks, StaticPartition{nullptr, total_steps, grid});
-}
-
-// static_segment for a CTA b that holds steps of the unit: walks from b to the unit's first and
-// last CTAs (a cut unit spans a few CTAs) instead of searching the partition. The kernels' fix-up
-// uses it: fewer live registers than the table's binary search.
-SERVEKIT_HD StaticSegment static_segment_near(int64_t unit, int b, int kblocks,
-                                              const StaticPartition& p) {
-  const int64_t u0 = unit * kblocks, u1 = u0 + kblocks;
-  const int64_t c0 = p.begin(b), c1 = p.begin(b + 1);
-  const int64_t s0 = c0 > u0 ? c0 : u0, s1 = c1 < u1 ? c1 : u1;
-  StaticSegment seg;
-  seg.unit = unit;
-  seg.kb_begin = static_cast<int>(s0 - u0);
-  seg.kb_end = static_cast<int>(s1 > s0 ? s1 - u0 : s0 - u0);
-  int first = b;
+  int first = b;  // the last CTA whose range starts at or before the unit's first step
   while (first > 0 && p.begin(first) > u0) --first;
-  int last = b;
+  int last = b;  // the last CTA whose range starts before the unit's end
   while (last + 1 < p.grid && p.begin(last + 1) < u1) ++last;
   seg.first_cta = first;
   seg.last_cta = last;
@@ -208,9 +163,6 @@ SERVEKIT_HD StaticSegment static_segment_near(int64_t unit, int b, int kblocks,
 SERVEKIT_HD bool static_cta_has_steps(int b, const StaticPartition& p) {
   return p.begin(b + 1) > p.begin(b);
 }
-SERVEKIT_HD bool static_cta_has_steps(int b, int64_t total_steps, int grid) {
-  return static_cta_has_steps(b, StaticPartition{nullptr, total_steps, grid});
-}
 
 // CTAs holding a part of the unit: those with steps in [first_cta, last_cta].
 SERVEKIT_HD int static_unit_parts(const StaticSegment& seg, const StaticPartition& p) {
@@ -218,19 +170,12 @@ SERVEKIT_HD int static_unit_parts(const StaticSegment& seg, const StaticPartitio
   for (int c = seg.first_cta; c <= seg.last_cta; ++c) n += static_cta_has_steps(c, p);
   return n;
 }
-SERVEKIT_HD int static_unit_parts(const StaticSegment& seg, int64_t total_steps, int grid) {
-  return static_unit_parts(seg, StaticPartition{nullptr, total_steps, grid});
-}
 
 // Slot (0 or 1) in which CTA c stores its partial sums of a unit: 0 for the first unit of its
 // range, 1 for the last. A CTA cuts at most two units (its first and its last), so two slots per
 // CTA hold every partial of a launch.
 SERVEKIT_HD int static_partial_slot(int64_t unit, int c, int kblocks, const StaticPartition& p) {
   return unit == p.begin(c) / kblocks ? 0 : 1;
-}
-SERVEKIT_HD int static_partial_slot(int64_t unit, int c, int kblocks, int64_t total_steps,
-                                    int grid) {
-  return static_partial_slot(unit, c, kblocks, StaticPartition{nullptr, total_steps, grid});
 }
 
 // ---- the cost-weighted partition --------------------------------------------------------------
