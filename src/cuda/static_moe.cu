@@ -180,9 +180,16 @@ int static_row_cost(StaticFormat f) {
   }
 }
 
-// The GEMMs' grid: one wave of resident CTAs, fewer under SERVEKIT_DIAG_STATIC_CTAS_PER_SM.
+// One wave of format f's resident GEMM CTAs (static_launch.cuh: static_grid).
+int resident_grid(StaticFormat f) {
+  int grid = 0;
+  dispatch(f, [&](auto fc) { grid = sm::static_grid<decltype(fc)::value>(); });
+  return grid;
+}
+
+// The GEMMs' grid: the resident wave, fewer under SERVEKIT_DIAG_STATIC_CTAS_PER_SM.
 int launch_grid(const StaticMoEDesc& d) {
-  int grid = static_gemm_grid(d);
+  int grid = resident_grid(static_format(d.quant));
   const int per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
   if (per_sm > 0 && per_sm < sm::kStaticMaxCtasPerSm)
     grid = grid / sm::kStaticMaxCtasPerSm * per_sm;
@@ -259,9 +266,7 @@ void static_workspace_init(const StaticMoEDesc& d, void* workspace, cudaStream_t
 
 int static_gemm_grid(const StaticMoEDesc& d) {
   validate_static_desc(d);
-  int grid = 0;
-  dispatch(static_format(d.quant), [&](auto f) { grid = sm::static_grid<decltype(f)::value>(); });
-  return grid;
+  return resident_grid(static_format(d.quant));
 }
 
 // Whether the planner has work besides the task list: fp8_per_tensor's input amax, or an input
@@ -352,7 +357,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.pdl = a.pdl;
   l.grid = grid;
   l.gemm1 = gemm_params(w, a, g13);
-  if (partition.begins != nullptr) l.gemm1.cta_begins = partition.begins;
+  l.gemm1.cta_begins = partition.begins;  // null: the uniform partition
   l.gemm1.x = static_cast<const uint16_t*>(a.hidden);
   l.gemm1.xq = w.xq;
   l.gemm1.xs = w.xs;
@@ -369,8 +374,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm1.amax_out = per_tensor ? w.h_amax : nullptr;
 
   l.gemm2 = gemm_params(w, a, g2);
-  if (partition.begins != nullptr)
-    l.gemm2.cta_begins = partition.begins + sm::kStaticPartitionStride;
+  l.gemm2.cta_begins =
+      partition.begins != nullptr ? partition.begins + sm::kStaticPartitionStride : nullptr;
   l.gemm2.h = w.h;
   l.gemm2.amax_in = per_tensor ? w.h_amax : nullptr;
   l.gemm2.y = static_cast<uint16_t*>(a.y);
