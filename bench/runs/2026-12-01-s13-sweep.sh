@@ -8,6 +8,7 @@
 #      fit the next cost model (what the slowest CTAs have in common: units, SM, rows).
 # Run (carry [".deps"]): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-01-s13-sweep.sh
 # Output: OUT/sweep2.tgz, OUT/sweep2.txt.
+# (Switched to prelude.sh's bench_row after the call ran: the same commands.)
 set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
 source "$(dirname "$0")/prelude.sh"
@@ -23,28 +24,15 @@ say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/sweep2.txt"; }
 [[ -x $B/servekit ]] || build_dev "$W/build.log"
 say "build done"
 SK="--routing uniform --path static"
-# run TAG ENV... -- BENCH ARGS...
-run() {
-  local tag=$1 envs=()
-  shift
-  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
-  shift
-  (($(left) < 35)) && { say "$tag skipped (budget)"; return; }
-  local t=$(($(left) - 15))
-  ((t > 60)) && t=60
-  env "${envs[@]}" timeout $t $B/servekit bench moe "$@" --peer off --check-tokens 1 \
-    --commit "${SERVEKIT_COMMIT:-unknown}" --out "$W/$tag.json" >"$W/$tag.log" 2>&1
-  say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi)' "$W/$tag.log" | awk '{print $3 ":" $6}' | tr '\n' ' ')"
-}
 for rc in 3 5 8 12; do
-  run "kimi-rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset kimi-k2 --quant int4_w4a16 --tokens 8,32 $SK
+  bench_row "kimi-rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset kimi-k2 --quant int4_w4a16 --tokens 8,32 $SK
 done
 for rc in 0 4; do
-  run "q235-bf16-rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset qwen3-235b-a22b --quant bf16 --tokens 8,32 $SK
+  bench_row "q235-bf16-rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset qwen3-235b-a22b --quant bf16 --tokens 8,32 $SK
 done
-run stamps-ds32 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset deepseek-v3 --quant fp8_block128 --tokens 32 $SK
-run stamps-kimi32 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset kimi-k2 --quant int4_w4a16 --tokens 32 $SK
-run stamps-q235i4-1 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1 $SK
+bench_row stamps-ds32 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset deepseek-v3 --quant fp8_block128 --tokens 32 $SK
+bench_row stamps-kimi32 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset kimi-k2 --quant int4_w4a16 --tokens 32 $SK
+bench_row stamps-q235i4-1 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1 $SK
 for f in "$W"/stamps-*.log; do
   echo "== $f" >>"$W/sweep2.txt"
   grep -E "diag-times" "$f" >>"$W/sweep2.txt"

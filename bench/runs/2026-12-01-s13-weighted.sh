@@ -10,12 +10,10 @@
 #   for b in main wip/weighted-sk; do d=ab-${b##*/}; rm -rf $d; mkdir $d; git archive $b | tar -x -C $d; done
 # Run (carry [".deps"]): bash bench/runs/2026-12-01-s13-weighted.sh
 # Output: OUT/branches.tgz + OUT/summary.txt (ab-trees.sh), OUT/sweep.tgz + OUT/sweep.txt.
+# (Switched to prelude.sh's bench_row after the call ran: the same commands.)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
-mkdir -p "$OUT"
-START=$(date +%s)
+# shellcheck source=bench/runs/prelude.sh
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, bench_row
 BUDGET_S=${BUDGET_S:-560}
 left() { echo $((START + BUDGET_S - $(date +%s))); }
 SK="--routing uniform --path static"
@@ -35,27 +33,15 @@ finish() {
 }
 trap finish EXIT
 say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/sweep.txt"; }
-B=ab-weighted-sk/build/servekit
-[[ -x $B ]] || { say "no branch build"; exit 1; }
-# run TAG ENV... -- BENCH ARGS...
-run() {
-  local tag=$1 envs=()
-  shift
-  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
-  shift
-  (($(left) < 35)) && { say "$tag skipped (budget)"; return; }
-  local t=$(($(left) - 15))
-  ((t > 60)) && t=60
-  env "${envs[@]}" timeout $t $B bench moe "$@" --peer off --check-tokens 1 --commit weighted-sk \
-    --out "$W/$tag.json" >"$W/$tag.log" 2>&1
-  say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi)' "$W/$tag.log" | tr -s ' ' | tr '\n' ';')"
-}
+BIN=ab-weighted-sk/build/servekit
+SERVEKIT_COMMIT=weighted-sk
+[[ -x $BIN ]] || { say "no branch build"; exit 1; }
 for rc in 0 3 5 8; do
-  run "rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 $SK
+  bench_row "rc$rc" SERVEKIT_STATIC_ROW_COST=$rc -- --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 $SK
 done
-run align0 SERVEKIT_STATIC_ALIGN=0 -- --preset deepseek-v3 --quant fp8_block128 --tokens 1 $SK
-run align0b SERVEKIT_STATIC_ALIGN=0 -- --preset qwen3-235b-a22b --quant bf16 --tokens 1 $SK
-run cut0 SERVEKIT_STATIC_CUT_FIRST=0 -- --preset qwen3-235b-a22b --quant bf16 --tokens 1,8,32 $SK
-run stamps SERVEKIT_DIAG_STATIC_TIMES=1 -- --preset deepseek-v3 --quant fp8_block128 --tokens 32 $SK
+bench_row align0 SERVEKIT_STATIC_ALIGN=0 -- --preset deepseek-v3 --quant fp8_block128 --tokens 1 $SK
+bench_row align0b SERVEKIT_STATIC_ALIGN=0 -- --preset qwen3-235b-a22b --quant bf16 --tokens 1 $SK
+bench_row cut0 SERVEKIT_STATIC_CUT_FIRST=0 -- --preset qwen3-235b-a22b --quant bf16 --tokens 1,8,32 $SK
+bench_row stamps SERVEKIT_DIAG_STATIC_TIMES=1 -- --preset deepseek-v3 --quant fp8_block128 --tokens 32 $SK
 grep -E "diag-times" "$W/stamps.log" >>"$W/sweep.txt" 2>/dev/null
 cat "$W/sweep.txt"

@@ -22,25 +22,12 @@ say "build done"
 timeout 150 $B/servekit_gpu_tests --gtest_filter='*Static*:MoECuda*:RoutePlanCuda.*' >"$W/tests.log" 2>&1
 say "GPU tests rc=$? $(grep -E 'PASSED|FAILED' "$W/tests.log" | tr '\n' ' ')"
 SK="--routing uniform --path static"
-# run TAG ENV... -- BENCH ARGS...
-run() {
-  local tag=$1 envs=()
-  shift
-  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
-  shift
-  (($(left) < 35)) && { say "$tag skipped (budget)"; return; }
-  local t=$(($(left) - 15))
-  ((t > 60)) && t=60
-  env "${envs[@]}" timeout $t $B/servekit bench moe "$@" --peer off --check-tokens 1 \
-    --commit "${SERVEKIT_COMMIT:-unknown}" --out "$W/$tag.json" >"$W/$tag.log" 2>&1
-  say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi|gpt)' "$W/$tag.log" | awk '{print $3 ":" $6}' | tr '\n' ' ')"
-}
 for n in 0 4 8 12; do
-  run "kimi-dyn$n" SERVEKIT_STATIC_DYNAMIC_UNITS=$n -- --preset kimi-k2 --quant int4_w4a16 --tokens 8,32 $SK
-  run "ds-dyn$n" SERVEKIT_STATIC_DYNAMIC_UNITS=$n -- --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 $SK
+  bench_row "kimi-dyn$n" SERVEKIT_STATIC_DYNAMIC_UNITS=$n -- --preset kimi-k2 --quant int4_w4a16 --tokens 8,32 $SK
+  bench_row "ds-dyn$n" SERVEKIT_STATIC_DYNAMIC_UNITS=$n -- --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 $SK
 done
-run q235-dyn0 SERVEKIT_STATIC_DYNAMIC_UNITS=0 -- --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8,32 $SK
-run q235-dyn8 SERVEKIT_STATIC_DYNAMIC_UNITS=8 -- --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8,32 $SK
-run stamps-kimi SERVEKIT_STATIC_DYNAMIC_UNITS=8 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset kimi-k2 --quant int4_w4a16 --tokens 32 $SK
+bench_row q235-dyn0 SERVEKIT_STATIC_DYNAMIC_UNITS=0 -- --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8,32 $SK
+bench_row q235-dyn8 SERVEKIT_STATIC_DYNAMIC_UNITS=8 -- --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8,32 $SK
+bench_row stamps-kimi SERVEKIT_STATIC_DYNAMIC_UNITS=8 SERVEKIT_DIAG_STATIC_TIMES=2 -- --preset kimi-k2 --quant int4_w4a16 --tokens 32 $SK
 grep -E "diag-times" "$W/stamps-kimi.log" >>"$W/dyn.txt" 2>/dev/null
 cat "$W/dyn.txt"

@@ -13,3 +13,23 @@ build_dev() {
   env JOBS="$(nproc)" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh >"$1" 2>&1 ||
     { tail -n 40 "$1"; exit 1; }
 }
+# bench_row TAG ENV... -- BENCH_ARGS...: one `servekit bench moe` run of $BIN (default
+# $B/servekit) with the given environment (e.g. SERVEKIT_STATIC_ROW_COST=5), --peer off, into
+# $W/TAG.json and $W/TAG.log, time-boxed to 60 s and to left() (skipped with a line when under
+# 35 s are left). Needs W, left and say (echoes to a summary) from the calling script; says the
+# rows' tokens:us. Scripts of session 13 on.
+bench_row() {
+  local tag=$1 envs=()
+  shift
+  while [[ $1 != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  (($(left) < 35)) && { say "$tag skipped (budget)"; return; }
+  local t=$(($(left) - 15))
+  ((t > 60)) && t=60
+  env "${envs[@]}" timeout $t "${BIN:-$B/servekit}" bench moe "$@" --peer off --check-tokens 1 \
+    --commit "${SERVEKIT_COMMIT:-unknown}" --out "$W/$tag.json" >"$W/$tag.log" 2>&1
+  say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi|gpt|mixtral)' "$W/$tag.log" | awk '{print $3 ":" $6}' | tr '\n' ' ')"
+}

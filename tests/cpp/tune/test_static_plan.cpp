@@ -304,14 +304,21 @@ TEST(StaticPlan, WeightedPartitionHandWorked) {
   EXPECT_EQ(static_weighted_begin(2, 3, 2, 1, c.cost, c.off, 2, 5), 2);
 }
 
-// The serial tables (the GPU build's reference): uniform when every task has the same rows or
-// the task list overflowed, weighted otherwise; both GEMMs' tables end at their step totals.
-TEST(StaticPlan, PartitionTables) {
+// The tables' parameters for deepseek-v3's two GEMMs (GEMM1: 32 column groups of 112 k-blocks,
+// GEMM2: 56 of 32) at row cost 5.
+StaticPartitionBuild deepseek_build(int grid) {
   StaticPartitionBuild pb;
-  pb.grid = 132;
+  pb.grid = grid;
   pb.row_cost = 5;
   pb.kblocks[0] = 112, pb.kblocks[1] = 32;
   pb.ngroups[0] = 32, pb.ngroups[1] = 56;
+  return pb;
+}
+
+// The serial tables (the GPU build's reference): uniform when every task has the same rows or
+// the task list overflowed, weighted otherwise; both GEMMs' tables end at their step totals.
+TEST(StaticPlan, PartitionTables) {
+  StaticPartitionBuild pb = deepseek_build(132);
   std::vector<int32_t> out(2 * kStaticPartitionStride);
   pb.align = false;  // the whole-unit partition: AlignedPartition
   // one row in each of 9 groups: uniform
@@ -363,11 +370,7 @@ TEST(StaticPlan, AlignedPartition) {
   EXPECT_FALSE(static_aligned_fits(192, 264));  // qwen3-235b GEMM1: 1 vs 0.73
   EXPECT_TRUE(static_aligned_fits(264 * 7, 264));
   EXPECT_FALSE(static_aligned_fits(0, 264));
-  StaticPartitionBuild pb;
-  pb.grid = 264;
-  pb.row_cost = 5;
-  pb.kblocks[0] = 112, pb.kblocks[1] = 32;
-  pb.ngroups[0] = 32, pb.ngroups[1] = 56;
+  StaticPartitionBuild pb = deepseek_build(264);
   std::vector<int32_t> out(2 * kStaticPartitionStride);
   const std::vector<int> ones(9, 1);  // deepseek-v3 at one token: 8 routed + 1 shared
   const auto off = offsets_of(ones);
