@@ -16,7 +16,6 @@ set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, bench_row
 BUDGET_S=${BUDGET_S:-560}
-left() { echo $((START + BUDGET_S - $(date +%s))); }
 SK="--routing uniform --path static"
 OUT=$OUT TREES="ab-main ab-slot-share" TEST_TREES="ab-slot-share" \
   TEST_FILTER='*Static*:MoECuda*:RoutePlanCuda.*' TEST_TIMEOUT=100 GROUP_TIMEOUT=60 \
@@ -26,13 +25,7 @@ OUT=$OUT TREES="ab-main ab-slot-share" TEST_TREES="ab-slot-share" \
 --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 $SK;\
 --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 8,32 $SK" \
   bash bench/runs/ab-trees.sh >"$OUT/ab.log" 2>&1
-W=$(mktemp -d)
-finish() {
-  tar -czf "$OUT/sweep.tgz" -C "$W" . 2>/dev/null
-  cp "$W/sweep.txt" "$OUT/sweep.txt" 2>/dev/null
-}
-trap finish EXIT
-say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/sweep.txt"; }
+work_dir sweep
 BIN=ab-slot-share/build/servekit
 SERVEKIT_COMMIT=slot-share
 [[ -x $BIN ]] || { say "no branch build"; exit 1; }

@@ -13,14 +13,7 @@ set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-450}
-left() { echo $((START + BUDGET_S - $(date +%s))); }
-W=$(mktemp -d)
-finish() {
-  tar -czf "$OUT/sweep2.tgz" -C "$W" . 2>/dev/null
-  cp "$W/sweep2.txt" "$OUT/sweep2.txt" 2>/dev/null
-}
-trap finish EXIT
-say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/sweep2.txt"; }
+work_dir sweep2
 [[ -x $B/servekit ]] || build_dev "$W/build.log"
 say "build done"
 SK="--routing uniform --path static"

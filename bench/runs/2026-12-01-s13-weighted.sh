@@ -15,7 +15,6 @@ set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, bench_row
 BUDGET_S=${BUDGET_S:-560}
-left() { echo $((START + BUDGET_S - $(date +%s))); }
 SK="--routing uniform --path static"
 OUT=$OUT TREES="ab-main ab-weighted-sk" TEST_TREES="ab-main ab-weighted-sk" \
   TEST_FILTER='*Static*:MoECuda*:RoutePlanCuda.*' TEST_TIMEOUT=100 GROUP_TIMEOUT=60 \
@@ -26,13 +25,7 @@ OUT=$OUT TREES="ab-main ab-weighted-sk" TEST_TREES="ab-main ab-weighted-sk" \
 --preset deepseek-v3 --quant fp8_block128 --tokens 8,32 --routing skewed --path static;\
 --preset qwen3-30b-a3b --quant bf16 --tokens 8,32 $SK" \
   bash bench/runs/ab-trees.sh >"$OUT/ab.log" 2>&1
-W=$(mktemp -d)
-finish() {
-  tar -czf "$OUT/sweep.tgz" -C "$W" . 2>/dev/null
-  cp "$W/sweep.txt" "$OUT/sweep.txt" 2>/dev/null
-}
-trap finish EXIT
-say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/sweep.txt"; }
+work_dir sweep
 BIN=ab-weighted-sk/build/servekit
 SERVEKIT_COMMIT=weighted-sk
 [[ -x $BIN ]] || { say "no branch build"; exit 1; }

@@ -9,14 +9,7 @@ set -uo pipefail
 # shellcheck source=bench/runs/prelude.sh
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-540}
-left() { echo $((START + BUDGET_S - $(date +%s))); }
-W=$(mktemp -d)
-finish() {
-  tar -czf "$OUT/dyn.tgz" -C "$W" . 2>/dev/null
-  cp "$W/dyn.txt" "$OUT/dyn.txt" 2>/dev/null
-}
-trap finish EXIT
-say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/dyn.txt"; }
+work_dir dyn
 build_dev "$W/build.log"
 say "build done"
 timeout 150 $B/servekit_gpu_tests --gtest_filter='*Static*:MoECuda*:RoutePlanCuda.*' >"$W/tests.log" 2>&1

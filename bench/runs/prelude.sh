@@ -33,3 +33,13 @@ bench_row() {
     --commit "${SERVEKIT_COMMIT:-unknown}" --out "$W/$tag.json" >"$W/$tag.log" 2>&1
   say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi|gpt|mixtral)' "$W/$tag.log" | awk '{print $3 ":" $6}' | tr '\n' ' ')"
 }
+# work_dir NAME: a fresh work folder W; when the script exits, W ends up in OUT/NAME.tgz and
+# W/NAME.txt (what say wrote) in OUT/NAME.txt. left: seconds to START + BUDGET_S. Scripts of
+# session 13 on (the older ones define their own).
+work_dir() {
+  W=$(mktemp -d)
+  WORK_NAME=$1
+  trap 'tar -czf "$OUT/$WORK_NAME.tgz" -C "$W" . 2>/dev/null; cp "$W/$WORK_NAME.txt" "$OUT/$WORK_NAME.txt" 2>/dev/null' EXIT
+}
+say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/$WORK_NAME.txt"; }
+left() { echo $((START + BUDGET_S - $(date +%s))); }
