@@ -3,7 +3,6 @@
 #include "cuda/static_moe.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -23,7 +22,6 @@ using sm::StaticFormat;
 namespace {
 
 constexpr size_t kAlign = 256;
-constexpr size_t kClaimCounters = 4;  // StaticGemmParams::unit_claims of GEMM1, then GEMM2
 size_t align_up(size_t n) {
   return (n + kAlign - 1) / kAlign * kAlign;
 }
@@ -76,8 +74,7 @@ struct Workspace {
   float* y32 = nullptr;           // [rows, H] GEMM2 output for the fused combine
   float* partials = nullptr;      // [grid][2][8 warps][4][32] float4
   int32_t* partitions = nullptr;  // [2][kStaticPartitionStride] GEMM1's, GEMM2's CTA begins
-  int32_t* counters = nullptr;    // unit counters, column counters, then GEMM1's and GEMM2's
-                                  // unit claims (2 each, kStaticClaimCounters)
+  int32_t* counters = nullptr;    // unit counters, then column counters
   size_t unit_counters = 0, column_counters = 0;
   size_t counters_offset = 0, bytes = 0;
 };
@@ -112,8 +109,8 @@ Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
       reinterpret_cast<float*>(take(sizeof(float) * 4 * grid * 2 * sm::kStaticWarps * 4 * 32));
   w.partitions = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * 2 * sm::kStaticPartitionStride));
   w.counters_offset = off;
-  w.counters = reinterpret_cast<int32_t*>(
-      take(sizeof(int32_t) * (w.unit_counters + w.column_counters + kClaimCounters)));
+  w.counters =
+      reinterpret_cast<int32_t*>(take(sizeof(int32_t) * (w.unit_counters + w.column_counters)));
   w.bytes = off;
   return w;
 }
@@ -190,18 +187,6 @@ int resident_grid(StaticFormat f) {
   return grid;
 }
 
-// Dynamic whole units (static_gemm_kernel's kDyn variant, register-ring formats; docs/
-// static_moe.md): SERVEKIT_STATIC_DYNAMIC_UNITS=<units per CTA> turns it on for the GEMMs with at
-// least that many units per CTA of the grid; unset or 0: off (not measured yet). Returns the unit
-// count from which a GEMM claims its units, 0 for off.
-int dynamic_min_units(StaticFormat f, int grid) {
-  const char* v = std::getenv("SERVEKIT_STATIC_DYNAMIC_UNITS");
-  if (v == nullptr || *v == '\0' || sm::static_uses_ring(f)) return 0;
-  const double per_cta = std::atof(v);
-  if (!(per_cta > 0)) return 0;
-  return static_cast<int>(std::clamp(std::ceil(per_cta * grid), 1.0, 2147483647.0));
-}
-
 // The GEMMs' grid: the resident wave, fewer under SERVEKIT_DIAG_STATIC_CTAS_PER_SM.
 int launch_grid(const StaticMoEDesc& d) {
   int grid = resident_grid(static_format(d.quant));
@@ -276,8 +261,7 @@ void static_workspace_init(const StaticMoEDesc& d, void* workspace, cudaStream_t
   SERVEKIT_CHECK(workspace != nullptr, "static moe: workspace is null");
   const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sm_count());
   SERVEKIT_CUDA_CHECK(cudaMemsetAsync(
-      w.counters, 0, sizeof(int32_t) * (w.unit_counters + w.column_counters + kClaimCounters),
-      stream));
+      w.counters, 0, sizeof(int32_t) * (w.unit_counters + w.column_counters), stream));
 }
 
 int static_gemm_grid(const StaticMoEDesc& d) {
@@ -405,14 +389,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2.top_k = d.top_k;
   l.gemm2.num_shared = d.num_shared;
   l.gemm2.column_counters = w.counters + w.unit_counters;
-  const int dyn_min_units = dynamic_min_units(f, grid);
-  if (dyn_min_units > 0) {
-    l.dynamic = true;
-    int32_t* claims = w.counters + w.unit_counters + w.column_counters;
-    l.gemm1.unit_claims = claims;
-    l.gemm2.unit_claims = claims + 2;
-    l.gemm1.dyn_min_units = l.gemm2.dyn_min_units = dyn_min_units;
-  }
   // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs
   // instead of at every GEMM2 unit; below, the extra launch would cost more than it saves.
   constexpr int64_t kHQuantMinRows = 64;

@@ -188,14 +188,12 @@ struct StaticUnitLoop {
   float act_scale;
   uint8_t* sB;
   float* sXs;
-  int next_u = 0;  // kDyn: the unit after this one (claimed); else u + 1
 };
 
 // One unit's k-blocks, kDepth at a time: compute slot j of the ring, then refill it with the
 // next batch's step j (this unit's, or the next unit's first). kNts: the token tiles when fixed
-// at compile time (1: the decode case of one row per expert), 0: read from the task. kDyn: the
-// next unit is s.next_u (claimed), not u + 1.
-template <StaticFormat F, bool kDown, int kNts, bool kDyn = false>
+// at compile time (1: the decode case of one row per expert), 0: read from the task.
+template <StaticFormat F, bool kDown, int kNts>
 __device__ __forceinline__ void static_unit_kloop(
     const StaticGemmParams& p, const StaticTask& task, StaticUnitLoop& s,
     uint4 (&ring)[StaticLoader<F>::kDepth][StaticLoader<F>::kLoads],
@@ -210,7 +208,7 @@ __device__ __forceinline__ void static_unit_kloop(
     int nu = s.u;
     int nkb = kb + D, nkb1 = s.kb1;
     if (nkb >= s.kb1) {
-      nu = kDyn ? s.next_u : s.u + 1;
+      nu = s.u + 1;
       nkb = 0;
       nkb1 = nu == s.u_last ? s.last_kb1 : s.kblocks;
     }
@@ -414,16 +412,7 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
 static_assert(2 * (kStaticSmemBytes + 2 * 1024 + kStaticPartitionStride * 4) <= 227 * 1024,
               "two CTAs per SM");
 
-// kDyn: the variant with dynamic whole units (StaticGemmParams::unit_claims): where the GEMM has
-// at least p.dyn_min_units units, CTA b computes unit b, then the units it claims, whole, so the
-// two CTAs of an SM finish within a unit of each other whichever the schedulers favour (the
-// stream-K ranges give them equal work, and the favoured one finished up to 10% earlier;
-// docs/perf-notes.md, thirteenth pass). No unit is cut, so there is no fix-up, and the result
-// does not depend on which CTA computed a unit. Thread 0 claims the next unit at the top of a unit
-// (the register ring refills the next unit's first k-blocks during this one's last) and stores it
-// in s_claim after its share of the staging, which covers the atomic's latency; the other threads
-// read it after the staging barrier.
-template <StaticFormat F, bool kDown, bool kDyn = false>
+template <StaticFormat F, bool kDown>
 __global__ void __launch_bounds__(kStaticThreads, 2)
     static_gemm_kernel(const __grid_constant__ StaticGemmParams p) {
   using L = StaticLoader<F>;
@@ -434,22 +423,10 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   float* sXs = reinterpret_cast<float*>(smem + kStaticWindowBytes);
   __shared__ uint32_t red[32];
   __shared__ int last_flag;
-  __shared__ int s_claim;  // kDyn: the unit after the current one
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int grid = gridDim.x, cta = blockIdx.x;
-  StaticCtaRange r = static_cta_start<kDown>(p);
-  bool dyn = false;
-  if constexpr (kDyn) {
-    const int units = r.ntasks * p.ngroups;
-    dyn = units >= p.dyn_min_units;
-    if (dyn) {  // whole units: from unit cta (none when cta >= units) to the claimed ones
-      r.u_first = cta < units ? cta : units;
-      r.u_last = units - 1;
-      r.first_kb0 = 0;
-      r.last_kb1 = r.kblocks;
-    }
-  }
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -472,7 +449,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   }
   static_diag_stamp(p, 1);
   static_diag_stamp(p, 2);
-  static_diag_cta(p, dyn ? 0 : u_last - u_first + 1);
+  static_diag_cta(p, u_last - u_first + 1);
   const float act_scale = kPerTensor ? static_act_scale(p, red) : 1.0f;
 
   if (kDown && total == 0 && p.out != nullptr) {  // nothing routed here: the output is zero
@@ -482,9 +459,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   }
 
   uint32_t amax = 0;
-  for (int u = u_first; u <= u_last;) {
-    int next_u = u + 1, claim = 0;
-    if (kDyn && dyn && threadIdx.x == 0) claim = atomicAdd(p.unit_claims, 1);
+  for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
     const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;
@@ -496,9 +471,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
     static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
-    if (kDyn && dyn && threadIdx.x == 0) s_claim = grid + claim;
     __syncthreads();
-    if (kDyn && dyn) next_u = s_claim;
 
     float acc[4][4];
 #pragma unroll
@@ -506,32 +479,23 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 #pragma unroll
       for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
 
-    StaticUnitLoop s{u,  u_last, kb0,        kb1,     last_kb1, kblocks, ntasks, w0,
-                     w1, win,    row_stride, row_off, last_off, live,    warp,   lane,
-                     g,  t,      act_scale,  sB,      sXs,      next_u};
+    StaticUnitLoop s{u,    u_last, kb0, kb1,        last_kb1,  kblocks,  ntasks,
+                     w0,   w1,     win, row_stride, row_off,   last_off, live,
+                     warp, lane,   g,   t,          act_scale, sB,       sXs};
     if (nts == 1) {  // warp-uniform: the common decode case gets straight-line code
-      static_unit_kloop<F, kDown, 1, kDyn>(p, task, s, ring, sring, ref, acc);
+      static_unit_kloop<F, kDown, 1>(p, task, s, ring, sring, ref, acc);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {  // the k-blocks' second halves (static_mma_kblock)
         acc[0][i] += acc[1][i];
         acc[1][i] = 0.0f;
       }
     } else {
-      static_unit_kloop<F, kDown, 0, kDyn>(p, task, s, ring, sring, ref, acc);
+      static_unit_kloop<F, kDown, 0>(p, task, s, ring, sring, ref, acc);
     }
     static_diag_stamp(p, 2);
 
     static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, act_scale, acc, last_flag, amax,
                               [] { __syncthreads(); });
-    u = next_u;
-  }
-  if (kDyn && threadIdx.x == 0) {  // every claim of this CTA has returned (s_claim's stores)
-    // The last CTA resets the counters for the next launch: all claims are made by then.
-    __threadfence();
-    if (atomicAdd(p.unit_claims + 1, 1) == grid - 1) {  // the last CTA: ready for the next launch
-      p.unit_claims[0] = 0;
-      p.unit_claims[1] = 0;
-    }
   }
   if (!kDown && p.amax_out != nullptr) {
     amax = cta_max_u32(amax, red);

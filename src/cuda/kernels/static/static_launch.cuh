@@ -52,14 +52,6 @@ struct StaticKernels {
       return down ? static_gemm_kernel<F, true> : static_gemm_kernel<F, false>;
     }
   }
-  // The dynamic-units variant (register ring only; the ring kernel has none: gemm's).
-  static auto gemm_dyn(bool down) {
-    if constexpr (kRing) {
-      return gemm(down);
-    } else {
-      return down ? static_gemm_kernel<F, true, true> : static_gemm_kernel<F, false, true>;
-    }
-  }
 };
 
 // GEMM grid of format F (both kernels): one wave of resident CTAs, at most
@@ -73,12 +65,10 @@ int static_grid() {
   int dev = 0;
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev < kStaticMaxDevices && cache[dev].load() > 0) return cache[dev].load();
-  // Every kernel the launch may pick (each opts in to its shared memory here).
-  int per_sm = kStaticMaxCtasPerSm;
-  for (bool down : {false, true}) {
-    per_sm = std::min(per_sm, static_ctas_per_sm(K::gemm(down), K::kThreads, K::kSmem));
-    per_sm = std::min(per_sm, static_ctas_per_sm(K::gemm_dyn(down), K::kThreads, K::kSmem));
-  }
+  const int a = static_ctas_per_sm(K::gemm(false), K::kThreads, K::kSmem);
+  const int b = static_ctas_per_sm(K::gemm(true), K::kThreads, K::kSmem);
+  int per_sm = a < b ? a : b;
+  per_sm = per_sm < kStaticMaxCtasPerSm ? per_sm : kStaticMaxCtasPerSm;
   // At most kStaticMaxPartitionGrid CTAs: the kernels keep the CTA begins in shared memory
   // (static_tasks.h); a larger GPU would run fewer CTAs per SM.
   const int grid = std::min(static_sm_count() * per_sm, kStaticMaxPartitionGrid);
@@ -93,13 +83,10 @@ void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
                  " must be in [1, ", static_grid<F>(), "]");
   l.gemm2.amax_in_count = grid;
   using K = StaticKernels<F>;
-  const bool dyn = l.dynamic && !K::kRing;
-  launch_pdl(dyn ? K::gemm_dyn(false) : K::gemm(false), grid, K::kThreads, K::kSmem, l.pdl, stream,
-             l.gemm1);
+  launch_pdl(K::gemm(false), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm1);
   if (l.stop_after_gemm1) return;
   if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
-  launch_pdl(dyn ? K::gemm_dyn(true) : K::gemm(true), grid, K::kThreads, K::kSmem, l.pdl, stream,
-             l.gemm2);
+  launch_pdl(K::gemm(true), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm2);
 }
 
 }  // namespace servekit::cuda::static_moe

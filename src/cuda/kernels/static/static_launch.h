@@ -28,9 +28,7 @@ struct StaticLaunch {
   StaticGemmParams gemm1, gemm2;  // gemm2.amax_in_count is set by the launcher (= the grid)
   int grid = 0;  // both GEMMs' (static_grid, or fewer CTAs per SM); the partition tables' grid
   bool pdl = true;
-  bool dynamic = false;  // the kernels' dynamic-units variant (register ring only; the params'
-                         // unit_claims and dyn_min_units set)
-  bool hquant = false;   // launch hquant between the GEMMs (gemm2.hq / hs point at its outputs)
+  bool hquant = false;  // launch hquant between the GEMMs (gemm2.hq / hs point at its outputs)
   StaticHQuant hq;
   int64_t hquant_rows = 0;  // upper bound of the rows in use (sizes its grid)
   // Diagnostics (SERVEKIT_DIAG_*, docs/static_moe.md), never set in normal use:

@@ -45,14 +45,6 @@ enum class StaticFormat : uint8_t {
 };
 constexpr int kNumStaticFormats = 8;
 
-// Whether format f runs on the shared-memory ring kernel (static_ring.cuh) rather than the
-// register-ring one (static_gemm.cuh). bf16 only for now: with one 4 KB k-block and 8
-// scale-block copies per stage the 4-bit formats were 40-65% slower than with the register ring
-// (docs/perf-notes.md, eleventh pass).
-SERVEKIT_HD constexpr bool static_uses_ring(StaticFormat f) {
-  return f == StaticFormat::kBF16;
-}
-
 SERVEKIT_HD constexpr bool static_is_fp8(StaticFormat f) {
   return f == StaticFormat::kFP8PerTensor || f == StaticFormat::kFP8Block128;
 }

@@ -84,13 +84,7 @@ struct StaticGemmParams {
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
                                         // weighted partition), or null: the uniform partition
   float* partials = nullptr;            // [grid][2][kStaticWarps][4][32] float4
-
-  // Dynamic whole units (static_gemm_kernel<..., kDyn = true> only; docs/static_moe.md): when
-  // the GEMM has at least dyn_min_units units, CTA b computes unit b, then units it claims from
-  // unit_claims[0]; unit_claims[1] counts the CTAs done, and the last resets both.
-  int32_t* unit_claims = nullptr;  // [2], zero between launches
-  int dyn_min_units = 0;
-  int32_t* unit_counters = nullptr;  // [units], zero between launches
+  int32_t* unit_counters = nullptr;     // [units], zero between launches
 
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
   // [grid][kStaticDiagSlots] per CTA: kStaticDiagStamps global-timer stamps, then the SM id and

@@ -26,7 +26,11 @@
 
 namespace servekit::cuda::static_moe {
 
-// static_uses_ring (static_layout.h) picks the formats of this kernel: bf16 only.
+// bf16 only for now: with one 4 KB k-block and 8 scale-block copies per stage the 4-bit formats
+// were 40-65% slower than with the register ring (docs/perf-notes.md, eleventh pass).
+SERVEKIT_HD constexpr bool static_uses_ring(StaticFormat f) {
+  return f == StaticFormat::kBF16;
+}
 
 constexpr int kRingThreads = kStaticThreads + 32;  // 8 consumer warps, then the producer warp
 constexpr int kRingBytes = 48 * 1024;              // the weight stages
