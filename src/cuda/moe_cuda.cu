@@ -398,10 +398,11 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   } else {
     // Small batches route and plan in one single-CTA launch (moe_plan.h).
     const float* bias = in.correction_bias.defined() ? in.correction_bias.ptr<float>() : nullptr;
-    // On the static path the same launch builds the static task list where the format allows
+    // On the static path the same launch builds the static task list and prepares the input
     // (static_moe.h: static_task_build), which saves the planner's launch.
     cuda::static_moe::StaticTaskBuild tb;
-    if (static_path) tb = cuda::static_task_build(static_desc_, static_ws_.get());
+    if (static_path)
+      tb = cuda::static_task_build(static_desc_, static_ws_.get(), in.hidden.data, tokens);
     tasks_built = cuda::launch_route_and_plan(
         cfg_.routing, in.router_logits.data, in.router_logits.dtype, bias, tokens,
         ids_.get<int32_t>(), weights_.get<float>(), cfg_.experts.local_expert_offset, num_local_,

@@ -60,8 +60,9 @@ void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert
 // launch_route then launch_build_plan on its ids, with the same arguments and errors as those
 // two; for small batches (kAuto) routing and plan run in one single-CTA launch. ids [T, K] and
 // weights [T, K] are written as launch_route writes them. static_tasks (or null): where the
-// static path's task list of this plan goes; the single-CTA launch then builds it too, and
-// the function returns true (false: it did not, the static planner must).
+// static path's task list of this plan goes; the single-CTA launch then builds it too, with
+// static_tasks->input.ctas more CTAs preparing the static path's input (StaticInputPrep), and
+// the function returns true (false: it did neither, the static planner must).
 bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,
                            const float* bias, int64_t tokens, int32_t* ids, float* weights,
                            int expert_offset, int local_experts, int num_shared,

@@ -169,6 +169,14 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
   if (static_tasks != nullptr) {
     SERVEKIT_CHECK(static_tasks->tasks && static_tasks->num_tasks && static_tasks->capacity >= 1,
                    "route_and_plan: static_tasks needs tasks, num_tasks and a capacity >= 1");
+    const static_moe::StaticInputPrep& q = static_tasks->input;
+    SERVEKIT_CHECK(q.ctas >= 0 && (q.ctas == 0 || (q.x != nullptr && q.hidden > 0 &&
+                                                   q.x_elems == tokens * q.hidden &&
+                                                   (q.amax_slots != nullptr || q.xq != nullptr) &&
+                                                   (q.xq == nullptr) == (q.xs == nullptr))),
+                   "route_and_plan: static_tasks->input needs x, hidden, x_elems = tokens * "
+                   "hidden and amax_slots or xq/xs when ctas > 0 (got ctas=",
+                   q.ctas, ")");
     tasks = *static_tasks;
   }
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
@@ -178,12 +186,15 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
     const size_t smem =
         static_cast<size_t>(std::min<int64_t>(tokens, OneCtaShape::kWarps)) * sizeof(WarpSmem);
     // Above 48 KiB of static + dynamic shared memory a kernel must opt in.
-    if (smem + sizeof(permute::OneCtaPlanSmem) + static_moe::kStaticTaskBuildSmemBytes >
+    if (smem + sizeof(permute::OneCtaPlanSmem) + static_moe::kStaticTaskBuildSmemBytes +
+            static_moe::kStaticInputPrepSmemBytes >
         48 * 1024) {
       SERVEKIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem)));
     }
-    launch_one_cta(kernel, smem, stream, r, p, tasks);
+    // CTA 0 routes and plans; tasks.input.ctas more prepare the static path's input.
+    launch_pdl(kernel, 1 + tasks.input.ctas, OneCtaShape::kThreads, smem, true, stream, r, p,
+               tasks);
   });
   return tasks.tasks != nullptr;
 }

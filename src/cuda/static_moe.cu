@@ -269,24 +269,50 @@ int static_gemm_grid(const StaticMoEDesc& d) {
   return resident_grid(static_format(d.quant));
 }
 
-// Whether the planner has work besides the task list: fp8_per_tensor's input amax, or an input
-// transform the workspace holds a buffer for (fp8_block128's quantized x). The one place that
-// says so: the planner's launch below and static_task_build both ask it.
-static bool planner_does_more(const Workspace& w, StaticFormat f) {
+// Whether GEMM1 needs the input prepared (StaticInputPrep): fp8_per_tensor's input amax, or an
+// input transform the workspace holds a buffer for (fp8_block128's quantized x).
+static bool needs_input_prep(const Workspace& w, StaticFormat f) {
   return f == StaticFormat::kFP8PerTensor || w.xq != nullptr;
 }
 
-static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace) {
+// CTAs preparing the input: one per 16K elements of x, at most all SMs but the task builder's.
+static int input_prep_ctas(int64_t x_elems, int sms) {
+  return static_cast<int>(std::clamp<int64_t>(x_elems / (16 * 1024), 1, std::max(1, sms - 1)));
+}
+
+// The input's preparation for `tokens` tokens of x, or ctas == 0 when the format needs none.
+// launch_static_moe reads the same count back for GEMM1's amax slots.
+static sm::StaticInputPrep input_prep(const StaticMoEDesc& d, const Workspace& w, int sms,
+                                      const void* x, int64_t tokens) {
+  sm::StaticInputPrep q;
+  if (!needs_input_prep(w, static_format(d.quant))) return q;
+  q.x = static_cast<const uint16_t*>(x);
+  q.x_elems = tokens * d.hidden;
+  q.hidden = d.hidden;
+  q.amax_slots = static_format(d.quant) == StaticFormat::kFP8PerTensor ? w.x_amax : nullptr;
+  q.xq = w.xq;
+  q.xs = w.xs;
+  q.ctas = input_prep_ctas(q.x_elems, sms);
+  return q;
+}
+
+static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
+                                              const void* hidden, int64_t tokens) {
   validate_static_desc(d);
   SERVEKIT_CHECK(workspace != nullptr, "static moe: workspace is null");
+  SERVEKIT_CHECK(tokens >= 1 && tokens <= d.max_tokens, "static moe: tokens=", tokens,
+                 " must be in [1, max_tokens=", d.max_tokens, "]");
+  SERVEKIT_CHECK(hidden != nullptr && reinterpret_cast<uintptr_t>(hidden) % 16 == 0,
+                 "static moe: hidden must be a 16-byte aligned device pointer (got ", hidden, ")");
   static_moe::StaticTaskBuild b;
-  const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sm_count());
-  if (planner_does_more(w, static_format(d.quant))) return b;
+  const int sms = sm_count();
+  const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sms);
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
   b.capacity =
       static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
   b.partition = partition_build(d, w, launch_grid(d));
+  b.input = input_prep(d, w, sms, hidden, tokens);
   return b;
 }
 
@@ -317,37 +343,26 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int grid = launch_grid(d);
   const sm::StaticPartitionBuild partition = partition_build(d, w, grid);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
-  SERVEKIT_CHECK(!a.tasks_built || !planner_does_more(w, f),
-                 "static moe: tasks_built is only for formats whose planner builds nothing else "
-                 "(static_task_build returns no buffers for ",
-                 quant_name(d.quant.method), ")");
 
   const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP");
   if (diag_stop == 1) return;
-  // Planner: one CTA for the tasks; for fp8_per_tensor as many as the input needs for its amax.
-  sm::StaticPlanParams pp;
-  pp.group_offsets = a.plan.group_offsets;
-  pp.num_groups = d.num_groups;
-  pp.tasks = w.tasks;
-  pp.num_tasks = w.num_tasks;
-  pp.task_capacity =
-      static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
-  pp.partition = partition;
-  const int64_t x_elems = a.tokens * d.hidden;
-  int plan_grid = 1;
-  if (planner_does_more(w, f)) {
-    pp.x = static_cast<const uint16_t*>(a.hidden);
-    pp.x_elems = x_elems;
-    pp.hidden = d.hidden;
-    pp.amax_slots = per_tensor ? w.x_amax : nullptr;
-    pp.xq = w.xq;
-    pp.xs = w.xs;
-    plan_grid = static_cast<int>(std::clamp<int64_t>(x_elems / (16 * 1024), 1, sms));
-    // fp8_block128: one more CTA, so the task list (CTA 0) and x's quantization run side by side.
-    if (!per_tensor) plan_grid = std::min(plan_grid, sms - 1) + 1;
+  // The input's preparation, by the route + plan launch (tasks_built) or here by the planner's
+  // CTAs 1.. (CTA 0 builds the task list).
+  const sm::StaticInputPrep input = input_prep(d, w, sms, a.hidden, a.tokens);
+  if (!a.tasks_built) {
+    sm::StaticPlanParams pp;
+    pp.group_offsets = a.plan.group_offsets;
+    pp.num_groups = d.num_groups;
+    pp.tasks = w.tasks;
+    pp.num_tasks = w.num_tasks;
+    pp.task_capacity = static_cast<int>(
+        sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+    pp.partition = partition;
+    pp.input = input;
+    pp.input_first = 1;
+    launch_pdl(sm::static_plan_kernel, 1 + input.ctas, sm::kStaticPlanThreads, 0, a.pdl, stream,
+               pp);
   }
-  if (!a.tasks_built)  // else the route + plan launch built the tasks and nothing else is needed
-    launch_pdl(sm::static_plan_kernel, plan_grid, sm::kStaticPlanThreads, 0, a.pdl, stream, pp);
   if (diag_stop == 2) return;
 
   const sm::StaticMatrixGeometry g13 =
@@ -363,7 +378,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm1.xs = w.xs;
   l.gemm1.row_token = a.plan.row_token;
   l.gemm1.amax_in = per_tensor ? w.x_amax : nullptr;
-  l.gemm1.amax_in_count = plan_grid;
+  l.gemm1.amax_in_count = per_tensor ? input.ctas : 0;
   l.gemm1.h_out = w.h;
   l.gemm1.w13_bias = a.w13_bias;
   SERVEKIT_CHECK(d.activation == Activation::kSwiGLU || d.activation == Activation::kGeGLU ||

@@ -62,15 +62,19 @@ struct StaticMoEArgs {
   void* y = nullptr;    // device [T * (K + S), H] bf16: permuted GEMM2 output, when out is null
   void* workspace = nullptr;  // static_workspace_bytes(), initialised
   bool pdl = true;            // programmatic dependent launch between the kernels
-  // The task list of this plan is in the workspace already: launch_route_and_plan built it
-  // into static_task_build(d, workspace) and returned true. Then no planner is launched.
+  // The task list of this plan and the input's preparation are in the workspace already:
+  // launch_route_and_plan built them into static_task_build(d, workspace, hidden, tokens) and
+  // returned true. Then no planner is launched.
   bool tasks_built = false;
 };
 
-// Where launch_route_and_plan may build the task list of the static path (in the workspace), or
-// tasks == nullptr when the format needs the planner anyway (the fp8 formats: x's amax or its
-// quantization), so nothing is saved by building the tasks early.
-static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace);
+// Where launch_route_and_plan builds the task list of the static path (in the workspace) for
+// `tokens` tokens of `hidden` (device [T, H] bf16, 16-byte aligned), with the input's
+// preparation for GEMM1 (input.ctas > 0 for the fp8 formats: x's amax or its 1x128
+// quantization) on extra CTAs of the same launch. Throws servekit::Error for a null workspace,
+// a null or misaligned hidden, or tokens outside 1..max_tokens.
+static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
+                                              const void* hidden, int64_t tokens);
 
 // Runs the planner and both GEMMs. Throws servekit::Error for a bad argument (null pointer,
 // tokens outside 1..max_tokens, neither or both of out / y).

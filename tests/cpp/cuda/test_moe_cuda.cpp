@@ -483,6 +483,41 @@ TEST(MoECuda, TokenCounts) {
   }
 }
 
+// The fp8 formats on the static path: up to 32 tokens the route + plan launch also prepares
+// GEMM1's input (per-tensor amax, 1x128 quantization) on extra CTAs and no planner runs; above,
+// the static planner does both. H = 2048 spreads x over several CTAs (4 at 32 tokens, 6 at 48).
+// Checked against the reference on every token (per-tensor scales span the batch), and two
+// forwards of the same input must be bit-identical (the amax slots reduce in a fixed order).
+TEST(MoECuda, StaticFp8InputPreparation) {
+  SERVEKIT_REQUIRE_GPU();
+  for (QuantMethod q : {QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
+    Case c;
+    c.quant = q;
+    c.routing = RoutingMethod::kDeepSeekV3;
+    c.experts = 32;
+    c.top_k = 4;
+    c.hidden = 2048;
+    c.inter = 256;
+    c.max_tokens = 64;
+    c.path = MoEPath::kStatic;
+    MoELayer layer(make_config(c));
+    load_experts(layer, c);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    for (int64_t t : {1, 7, 32, 48}) {
+      c.tokens = t;
+      SCOPED_TRACE(case_name(c) + "/static");
+      const Inputs in = make_inputs(c, t);
+      DeviceInputs dev(in, c);
+      const std::vector<float> first = forward(layer, dev, stream);
+      check_output(layer, c, in, first);
+      const std::vector<float> again = forward(layer, dev, stream);
+      EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0);
+    }
+    cudaStreamDestroy(stream);
+  }
+}
+
 // A forward captured in a CUDA graph and replayed gives bit-identical output to the eager run;
 // an eager forward allocates no device memory; two runs are bit-identical (no atomics order).
 TEST(MoECuda, GraphReplayNoAllocationDeterminism) {

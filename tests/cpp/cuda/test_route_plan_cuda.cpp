@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -18,6 +20,8 @@
 #include "cuda/moe_plan.h"
 #include "cuda/plan_test_util.h"
 #include "cuda/routing_test_util.h"
+#include "servekit/formats.h"
+#include "servekit/quant.h"
 
 namespace servekit {
 namespace {
@@ -266,9 +270,86 @@ TEST(RoutePlanCuda, OneCtaLaunchIsGraphCapturable) {
   cudaStreamDestroy(stream);
 }
 
+// The static path's input preparation done by the one-CTA launch's extra CTAs
+// (StaticTaskBuild::input): x [T, H] bf16 quantized in 1x128 blocks and the |x| maxima, one
+// slot per CTA. Exact: the codes are quant.h's (e4m3(x / s), s = amax / 448, 1 if 0) as f16
+// bits, the scales equal quantize_act_fp8_block128's, and the slots' maximum is max |x|.
+struct InputPrepCheck {
+  int64_t hidden = 0;
+  int ctas = 0;
+  std::vector<uint16_t> x;
+  DeviceArray<uint16_t> d_x, xq;
+  DeviceArray<float> xs;
+  DeviceArray<uint32_t> amax;
+
+  InputPrepCheck(int64_t tokens, int64_t h, int c, uint32_t seed)
+      : hidden(h),
+        ctas(c),
+        x(bf16_values(tokens, h, seed)),
+        d_x(x),
+        xq(x.size()),
+        xs(tokens * (h / 128)),
+        amax(c) {}
+  // Normal values, and in each row's second block a block of zeros but for a -0.
+  static std::vector<uint16_t> bf16_values(int64_t tokens, int64_t h, uint32_t seed) {
+    const std::vector<float> v = normal_values(tokens * h, 1.5f, seed);
+    std::vector<uint16_t> x(v.size());
+    for (size_t i = 0; i < v.size(); ++i) x[i] = float_to_bf16(v[i]);
+    if (h >= 256)
+      for (int64_t t = 0; t < tokens; ++t) {
+        std::fill(x.begin() + t * h + 128, x.begin() + t * h + 256, uint16_t{0});
+        x[t * h + 130] = 0x8000;
+      }
+    return x;
+  }
+  cuda::static_moe::StaticInputPrep prep() {
+    xq.poison(kPoison);
+    xs.poison(kPoison);
+    amax.poison(kPoison);
+    cuda::static_moe::StaticInputPrep q;
+    q.x = d_x.get();
+    q.x_elems = static_cast<int64_t>(x.size());
+    q.hidden = hidden;
+    q.amax_slots = amax.get();
+    q.xq = xq.get();
+    q.xs = xs.get();
+    q.ctas = ctas;
+    return q;
+  }
+  void expect_done() {
+    const int64_t tokens = static_cast<int64_t>(x.size()) / hidden;
+    std::vector<float> xf(x.size());
+    float m = 0.0f;
+    for (size_t i = 0; i < x.size(); ++i) {
+      xf[i] = bf16_to_float(x[i]);
+      m = std::max(m, std::fabs(xf[i]));
+    }
+    std::vector<uint8_t> codes(x.size());
+    std::vector<float> scales(tokens * (hidden / 128));
+    quantize_act_fp8_block128(xf.data(), tokens, hidden, codes.data(), scales.data());
+    const std::vector<uint16_t> got_q = xq.download();
+    const std::vector<float> got_s = xs.download();
+    int64_t bad_q = 0, bad_s = 0;
+    for (size_t i = 0; i < codes.size(); ++i)
+      bad_q += got_q[i] != float_to_f16(e4m3_to_float(codes[i]));
+    for (size_t i = 0; i < scales.size(); ++i) bad_s += std::memcmp(&got_s[i], &scales[i], 4) != 0;
+    EXPECT_EQ(bad_q, 0) << "of " << codes.size() << " codes differ (or were not written)";
+    EXPECT_EQ(bad_s, 0) << "of " << scales.size() << " scales differ (or were not written)";
+    const std::vector<uint32_t> slots = amax.download();
+    uint32_t want = 0, got = 0;
+    std::memcpy(&want, &m, 4);
+    for (uint32_t b : slots) {
+      EXPECT_LE(b, 0x7F800000u) << "an amax slot was not written";
+      got = std::max(got, b);
+    }
+    EXPECT_EQ(got, want);
+  }
+};
+
 // The static path's task list built at the end of the one-CTA launch (static_tasks set) equals
 // the serial planner's on the same plan, slot for slot; tasks past the count stay poisoned. The
 // multi-CTA path builds nothing and says so. Sizes: decode, a full warp per token, skewed rows.
+// Cases with input CTAs also prepare x for GEMM1 (InputPrepCheck); the multi-CTA path must not.
 TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
   SERVEKIT_REQUIRE_GPU();
   struct Case {
@@ -277,12 +358,14 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
     int64_t tokens;
     Layout layout;
     bool skew;
+    int64_t hidden;  // of x for the input preparation, on input_ctas CTAs (0: none)
+    int input_ctas;
   };
   const Case cases[] = {
-      {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 1, {0, 256, 1}, false},
-      {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 32, {0, 256, 1}, true},
-      {RoutingMethod::kSoftmaxTopK, 128, 8, 1, 1, 8, {0, 128, 0}, false},
-      {RoutingMethod::kSoftmaxTopK, 384, 8, 1, 1, 19, {96, 96, 2}, true},
+      {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 1, {0, 256, 1}, false, 7168, 1},
+      {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 32, {0, 256, 1}, true, 7168, 14},
+      {RoutingMethod::kSoftmaxTopK, 128, 8, 1, 1, 8, {0, 128, 0}, false, 0, 0},
+      {RoutingMethod::kSoftmaxTopK, 384, 8, 1, 1, 19, {96, 96, 2}, true, 384, 3},
   };
   uint32_t seed = 500;
   for (const Case& c : cases) {
@@ -319,10 +402,13 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
     build.partition.row_cost = 5;
     build.partition.kblocks[0] = 112, build.partition.kblocks[1] = 32;
     build.partition.ngroups[0] = 32, build.partition.ngroups[1] = 56;
+    std::optional<InputPrepCheck> input;
+    if (c.input_ctas > 0) input.emplace(c.tokens, c.hidden, c.input_ctas, ++seed);
     for (cuda::PlanKernels kernels : {cuda::PlanKernels::kOneCta, cuda::PlanKernels::kMultiCta}) {
       tasks.poison(kPoison);
       num_tasks.poison(kPoison);
       begins.poison(kPoison);
+      if (input) build.input = input->prep();
       const bool built = cuda::launch_route_and_plan(
           cfg, d_logits.get(), DType::kF32, bias.empty() ? nullptr : d_bias.get(), c.tokens,
           ids.get(), weights.get(), l.offset, l.local, l.shared, plan, nullptr, kernels, &build);
@@ -340,9 +426,18 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
         EXPECT_TRUE(std::all_of(table_bytes.begin(), table_bytes.end(), [](uint8_t b) {
           return b == kPoison;
         })) << "the multi-CTA path wrote partition tables";
+        if (input) {
+          const std::vector<float> xs = input->xs.download();
+          std::vector<uint8_t> xs_bytes(xs.size() * sizeof(float));
+          std::memcpy(xs_bytes.data(), xs.data(), xs_bytes.size());
+          EXPECT_TRUE(std::all_of(xs_bytes.begin(), xs_bytes.end(), [](uint8_t b) {
+            return b == kPoison;
+          })) << "the multi-CTA path prepared the input";
+        }
         continue;
       }
       ASSERT_TRUE(built);
+      if (input) input->expect_done();
       const std::vector<int32_t> off = offsets.download();
       std::vector<cuda::static_moe::StaticTask> want(task_capacity);
       const int n = cuda::static_moe::static_plan_tasks_serial(off.data(), groups, want.data(),

@@ -17,6 +17,7 @@
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/kernels/permute/plan_kernels.cuh"
 #include "cuda/kernels/routing/route_kernel.cuh"
+#include "cuda/kernels/static/static_input_prep.cuh"
 #include "cuda/kernels/static/static_task_build.cuh"
 
 namespace servekit::cuda::permute {
@@ -115,19 +116,27 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads) plan_one_cta(const Plan
 }
 
 // Routing, then the plan of the ids it wrote, then (tasks.tasks set) the static path's task list
-// of that plan, so the static path needs no planner launch. Dynamic shared memory: one
+// of that plan, so the static path needs no planner launch. CTA 0 does all of that; CTAs
+// 1 .. tasks.input.ctas prepare the MoE input for the static path's GEMM1 (StaticInputPrep:
+// fp8 formats), which needs neither the routing nor the plan. Dynamic shared memory: one
 // RouteWarpSmem per routing warp, min(T, 32) of them (r.ids == p.ids).
 template <typename LogitT, int kPerLane, RoutingMethod kMethod>
 __global__ void __launch_bounds__(OneCtaShape::kThreads)
     route_and_plan_one_cta(const routing::RouteParams r, const PlanParams p,
                            const static_moe::StaticTaskBuild tasks) {
-  static_assert(OneCtaShape::kThreads == static_moe::kStaticTaskBuildThreads,
-                "one CTA builds both");
+  static_assert(OneCtaShape::kThreads == static_moe::kStaticTaskBuildThreads &&
+                    OneCtaShape::kThreads == static_moe::kStaticInputPrepThreads,
+                "one CTA shape builds the plan, the tasks and the input's preparation");
   using WarpSmem = routing::RouteWarpSmem<kPerLane, kMethod>;
   __shared__ OneCtaPlanSmem s;
   extern __shared__ int4 s_route[];  // (min(T, 32)) WarpSmem
   pdl_wait();
   pdl_trigger();
+  if (blockIdx.x > 0) {  // x comes from the previous kernel: after the wait above
+    if (static_cast<int>(blockIdx.x) <= tasks.input.ctas)
+      static_moe::static_prepare_input(tasks.input, static_cast<int>(blockIdx.x) - 1);
+    return;
+  }
   one_cta_plan_init(s, p);
   const int warp = threadIdx.x / 32;
   for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)

@@ -17,22 +17,17 @@ struct StaticExpertPtrs {
   float w2_alpha = 1.0f;
 };
 
-// Planner: tasks from the plan's group offsets, and the input amax for fp8_per_tensor.
+// Planner: tasks from the plan's group offsets, and the input's preparation (StaticInputPrep)
+// on its CTAs [input_first, input_first + input.ctas).
 struct StaticPlanParams {
   const int32_t* group_offsets = nullptr;  // [G + 1]
   int num_groups = 0;
   StaticTask* tasks = nullptr;  // [capacity], or null: built already (static_task_build.cuh)
   int32_t* num_tasks = nullptr;
   int task_capacity = 0;
-  const uint16_t* x = nullptr;     // [T, H] bf16, read when amax_slots or xq is set
-  int64_t x_elems = 0;             // T * H
-  uint32_t* amax_slots = nullptr;  // [gridDim.x] |x| bit maxima, or null
-  // fp8_block128: x quantized once per token for GEMM1's staging (quant.h's 1x128 blocks), or
-  // null: xq [T, H] e4m3 codes as f16 bits, xs [T, ceil(H / 128)] scales.
-  uint16_t* xq = nullptr;
-  float* xs = nullptr;
-  int64_t hidden = 0;              // H
   StaticPartitionBuild partition;  // the GEMMs' CTA partition tables, built with the tasks
+  StaticInputPrep input;
+  int input_first = 0;
 };
 
 // One GEMM of the static path. GEMM1 (gate/up, kDown = false):
@@ -52,8 +47,8 @@ struct StaticGemmParams {
 
   // activations (the B operand): GEMM1 gathers bf16 x rows, GEMM2 reads fp32 h rows
   const uint16_t* x = nullptr;         // [T, K] bf16
-  const uint16_t* xq = nullptr;        // fp8_block128 GEMM1: the planner's codes and scales
-  const float* xs = nullptr;           //   (StaticPlanParams::xq, xs)
+  const uint16_t* xq = nullptr;        // fp8_block128 GEMM1: x quantized once (StaticInputPrep)
+  const float* xs = nullptr;           //   and its scales
   const int32_t* row_token = nullptr;  // [rows] (GEMM1)
   const float* h = nullptr;            // [rows, K] fp32 (GEMM2)
   const uint16_t* hq = nullptr;        // fp8_block128 GEMM2, when set: h quantized once

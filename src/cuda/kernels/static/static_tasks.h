@@ -56,13 +56,31 @@ struct StaticPartitionBuild {
                               // (static_aligned_fits)
 };
 
+// What GEMM1 of some formats needs from the MoE input x besides the task list, computed by
+// `ctas` CTAs of the launch that builds the tasks (static_planner.cuh: static_prepare_input):
+// fp8_per_tensor's |x| maxima (one slot per CTA), fp8_block128's x quantized once per token
+// (GEMM1 then stages a copy instead of quantizing the same rows again for every unit).
+// ctas == 0: nothing to do.
+struct StaticInputPrep {
+  const uint16_t* x = nullptr;     // [T, H] bf16
+  int64_t x_elems = 0;             // T * H
+  int64_t hidden = 0;              // H
+  uint32_t* amax_slots = nullptr;  // [ctas] |x| bit maxima, or null
+  // fp8_block128 (quant.h's 1x128 blocks), or null: xq [T, H] e4m3 codes as f16 bits,
+  // xs [T, ceil(H / 128)] scales.
+  uint16_t* xq = nullptr;
+  float* xs = nullptr;
+  int ctas = 0;
+};
+
 // Where a task list goes (device pointers; static_task_build.cuh builds it); tasks == nullptr:
-// nothing to build.
+// nothing to build. input: the input's preparation the same launch does (extra CTAs).
 struct StaticTaskBuild {
   StaticTask* tasks = nullptr;  // [capacity]
   int32_t* num_tasks = nullptr;
   int capacity = 0;
   StaticPartitionBuild partition;
+  StaticInputPrep input;
 };
 
 // Tasks of a group with `rows` rows.
