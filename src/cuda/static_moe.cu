@@ -307,6 +307,11 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   static_moe::StaticTaskBuild b;
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sms);
+  // fp8_block128 keeps its planner launch: its task list and x's quantization in the route +
+  // plan launch measured 2-3 us slower on deepseek-v3 at 1, 8 and 32 tokens (level on kimi-k2),
+  // where fp8_per_tensor's amax there gained 2.5-5 us on qwen3-235b (H200; perf-notes,
+  // "Fifteenth pass"). launch_route_and_plan still takes a block128 preparation (its test).
+  if (static_format(d.quant) == StaticFormat::kFP8Block128) return b;
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
   b.capacity =

@@ -70,9 +70,10 @@ struct StaticMoEArgs {
 
 // Where launch_route_and_plan builds the task list of the static path (in the workspace) for
 // `tokens` tokens of `hidden` (device [T, H] bf16, 16-byte aligned), with the input's
-// preparation for GEMM1 (input.ctas > 0 for the fp8 formats: x's amax or its 1x128
-// quantization) on extra CTAs of the same launch. Throws servekit::Error for a null workspace,
-// a null or misaligned hidden, or tokens outside 1..max_tokens.
+// preparation for GEMM1 (input.ctas > 0 for fp8_per_tensor: x's amax) on extra CTAs of the same
+// launch; tasks == nullptr for fp8_block128, whose planner launch measured faster (it builds
+// the tasks and quantizes x). Throws servekit::Error for a null workspace, a null or
+// misaligned hidden, or tokens outside 1..max_tokens.
 static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
                                               const void* hidden, int64_t tokens);
 

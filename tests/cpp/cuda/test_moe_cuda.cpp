@@ -484,8 +484,9 @@ TEST(MoECuda, TokenCounts) {
 }
 
 // The fp8 formats on the static path: up to 32 tokens the route + plan launch also prepares
-// GEMM1's input (per-tensor amax, 1x128 quantization) on extra CTAs and no planner runs; above,
-// the static planner does both. H = 2048 spreads x over several CTAs (4 at 32 tokens, 6 at 48).
+// fp8_per_tensor's input (its amax) on extra CTAs and no planner runs; above, and for
+// fp8_block128 (x's 1x128 quantization) at every size, the static planner prepares it. H = 2048
+// spreads x over several CTAs (4 at 32 tokens, 6 at 48).
 // Checked against the reference on every token (per-tensor scales span the batch), and two
 // forwards of the same input must be bit-identical (the amax slots reduce in a fixed order).
 TEST(MoECuda, StaticFp8InputPreparation) {

@@ -459,8 +459,9 @@ TEST(StaticMoECudaArgs, RejectsBadArguments) {
   bad.quant = {QuantMethod::kMXFP4W4A8, 128};
   EXPECT_THROW(static_workspace_bytes(bad), Error);
 
-  // static_task_build: the input's preparation only for the fp8 formats, on at least one CTA;
-  // tokens outside 1..max_tokens and a null or misaligned hidden are errors.
+  // static_task_build: the input's preparation only for fp8_per_tensor, on at least one CTA;
+  // none at all for fp8_block128 (its planner builds the tasks); tokens outside 1..max_tokens
+  // and a null or misaligned hidden are errors.
   DeviceBuffer x(sizeof(uint16_t) * d.max_tokens * d.hidden + 16);
   for (QuantMethod q :
        {QuantMethod::kBF16, QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
@@ -469,10 +470,10 @@ TEST(StaticMoECudaArgs, RejectsBadArguments) {
     DeviceBuffer ws(static_workspace_bytes(e));
     ASSERT_NE(ws.ptr, nullptr);
     const static_moe::StaticTaskBuild b = static_task_build(e, ws.ptr, x.ptr, 3);
-    EXPECT_NE(b.tasks, nullptr);
-    EXPECT_EQ(b.input.ctas > 0, q != QuantMethod::kBF16) << quant_name(q);
+    EXPECT_EQ(b.tasks != nullptr, q != QuantMethod::kFP8Block128) << quant_name(q);
+    EXPECT_EQ(b.input.ctas > 0, q == QuantMethod::kFP8PerTensor) << quant_name(q);
     EXPECT_EQ(b.input.amax_slots != nullptr, q == QuantMethod::kFP8PerTensor) << quant_name(q);
-    EXPECT_EQ(b.input.xq != nullptr, q == QuantMethod::kFP8Block128) << quant_name(q);
+    EXPECT_EQ(b.input.xq, nullptr) << quant_name(q);
     if (b.input.ctas > 0) {
       EXPECT_EQ(b.input.x_elems, 3 * e.hidden);
     }
