@@ -8,10 +8,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -121,6 +123,20 @@ struct Timing {
   double median_us = kNaN, min_us = kNaN;
 };
 
+// SERVEKIT_DIAG_BENCH_WARM_L2=1 (a diagnostic, never for reported rows): no L2 flush before
+// the timed calls, so that a row's time with and without the flush shows what its cold start
+// costs (kernel code and small inputs fetched from DRAM).
+bool warm_l2_diag() {
+  static const bool warm = [] {
+    const char* v = std::getenv("SERVEKIT_DIAG_BENCH_WARM_L2");
+    const bool on = v != nullptr && std::string(v) == "1";
+    if (on)
+      std::fprintf(stderr, "bench: SERVEKIT_DIAG_BENCH_WARM_L2=1: no L2 flush (diagnostic)\n");
+    return on;
+  }();
+  return warm;
+}
+
 // Times `launch` with CUDA events around each call, an L2 flush before each (outside the
 // events), after `warmup` untimed calls. Median of `repeats`.
 template <typename Launch>
@@ -130,6 +146,7 @@ Timing time_cold(Launch&& launch, cuda::L2Flusher& flusher, cudaStream_t s, int 
     flusher.flush(s);
     launch(s);
   }
+  const bool flush = !warm_l2_diag();
   std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(repeats), nullptr);
   struct Cleanup {
     std::vector<cudaEvent_t>& ev;
@@ -140,7 +157,7 @@ Timing time_cold(Launch&& launch, cuda::L2Flusher& flusher, cudaStream_t s, int 
   } cleanup{ev};
   for (auto& e : ev) SERVEKIT_CUDA_CHECK(cudaEventCreate(&e));
   for (int i = 0; i < repeats; ++i) {
-    flusher.flush(s);
+    if (flush) flusher.flush(s);
     SERVEKIT_CUDA_CHECK(cudaEventRecord(ev[2 * i], s));
     launch(s);
     SERVEKIT_CUDA_CHECK(cudaEventRecord(ev[2 * i + 1], s));
