@@ -71,7 +71,9 @@ if [[ ! -f .deps/cutlass/include/cutlass/cutlass.h ]]; then
     tee -a "$OUT/build.log"
   record build no-deps 0
 else
-  EXTRA=()
+  # Tests ON explicitly: a build folder the lease kept may have been configured without them
+  # (a bench-only script), and CMake would keep that cached choice.
+  EXTRA=(-DSERVEKIT_TESTS=ON)
   if [[ ! -f /usr/include/gtest/gtest.h ]]; then
     if [[ -f .deps/gtest/include/gtest/gtest.h ]]; then
       # Bundled by scripts/device-deps.sh (headers + static libraries).
@@ -108,6 +110,9 @@ elif ((BUILD_OK)) && [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then
     ctest --test-dir "$BUILD_DIR" -L cpu -j "$JOBS" --output-on-failure --timeout 60
   grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\*\*\*Failed|Not Run" "$OUT/tests.log" |
     head -n 30
+elif ((BUILD_OK)); then  # never a silent skip: say that the tests were not built
+  echo "tests: $BUILD_DIR has no tests (GoogleTest missing?)" | tee -a "$OUT/tests.log"
+  record tests not-built 0
 fi
 
 # ---- sanitizer ---------------------------------------------------------------------------------
