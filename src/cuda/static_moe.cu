@@ -296,6 +296,15 @@ static sm::StaticInputPrep input_prep(const StaticMoEDesc& d, const Workspace& w
   return q;
 }
 
+// Whether the route + plan launch may build the task list (and prepare the input) for format f.
+// Not for fp8_block128, which keeps its planner launch: its task list and x's quantization in
+// the route + plan launch measured 2-3 us slower on deepseek-v3 at 1, 8 and 32 tokens (level on
+// kimi-k2), where fp8_per_tensor's amax there gained 2.5-5 us on qwen3-235b (H200; perf-notes,
+// "Fifteenth pass"). launch_route_and_plan still takes a block128 preparation (its test).
+static bool tasks_in_route(StaticFormat f) {
+  return f != StaticFormat::kFP8Block128;
+}
+
 static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
                                               const void* hidden, int64_t tokens) {
   validate_static_desc(d);
@@ -307,11 +316,7 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   static_moe::StaticTaskBuild b;
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sms);
-  // fp8_block128 keeps its planner launch: its task list and x's quantization in the route +
-  // plan launch measured 2-3 us slower on deepseek-v3 at 1, 8 and 32 tokens (level on kimi-k2),
-  // where fp8_per_tensor's amax there gained 2.5-5 us on qwen3-235b (H200; perf-notes,
-  // "Fifteenth pass"). launch_route_and_plan still takes a block128 preparation (its test).
-  if (static_format(d.quant) == StaticFormat::kFP8Block128) return b;
+  if (!tasks_in_route(static_format(d.quant))) return b;
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
   b.capacity =
@@ -348,6 +353,9 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int grid = launch_grid(d);
   const sm::StaticPartitionBuild partition = partition_build(d, w, grid);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
+  SERVEKIT_CHECK(!a.tasks_built || tasks_in_route(f), "static moe: tasks_built is not for ",
+                 quant_name(d.quant.method),
+                 " (static_task_build returns no tasks for it: its planner prepares the input)");
 
   const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP");
   if (diag_stop == 1) return;

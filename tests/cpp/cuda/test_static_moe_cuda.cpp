@@ -482,6 +482,25 @@ TEST(StaticMoECudaArgs, RejectsBadArguments) {
     EXPECT_THROW(static_task_build(e, ws.ptr, nullptr, 3), Error);
     EXPECT_THROW(static_task_build(e, ws.ptr, x.as<uint8_t>() + 2, 3), Error);
     EXPECT_THROW(static_task_build(e, nullptr, x.ptr, 3), Error);
+    if (q == QuantMethod::kFP8Block128) {
+      // Its planner quantizes x: tasks_built (no planner) is refused, after every other check
+      // passed (the pointers are never read: the call throws before any launch).
+      int32_t* p32 = x.as<int32_t>();
+      StaticMoEArgs t;
+      t.experts = x.as<StaticExpertPtrs>();
+      t.hidden = t.out = t.workspace = x.ptr;
+      t.tokens = 3;
+      t.topk_weights = x.as<float>();
+      t.plan.num_groups = e.num_groups;
+      t.plan.group_offsets = t.plan.row_token = t.plan.row_group = t.plan.token_slot_row = p32;
+      t.tasks_built = true;
+      try {
+        launch_static_moe(e, t, nullptr);
+        ADD_FAILURE() << "tasks_built accepted for fp8_block128";
+      } catch (const Error& err) {
+        EXPECT_NE(std::string(err.what()).find("tasks_built"), std::string::npos) << err.what();
+      }
+    }
   }
 }
 
