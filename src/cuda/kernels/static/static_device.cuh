@@ -124,6 +124,15 @@ __device__ __forceinline__ uint32_t and_or(uint32_t x) {
 __device__ __forceinline__ float bf16_bits_to_float(uint32_t bits16) {
   return __uint_as_float(bits16 << 16);
 }
+// The eight bf16 values of a 16-byte load, in memory order.
+__device__ __forceinline__ void bf16x8_to_float(const uint4& a, float (&v)[8]) {
+  const uint32_t w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    v[2 * i] = bf16_bits_to_float(w[i] & 0xFFFFu);
+    v[2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
+  }
+}
 
 // The GPU's global nanosecond timer (for the SERVEKIT_DIAG_STATIC_TIMES stamps only).
 __device__ __forceinline__ uint64_t globaltimer_ns() {

@@ -29,15 +29,7 @@ __device__ __forceinline__ void static_prepare_input(const StaticInputPrep& q, i
       const int64_t t = i / kchunks, c = i % kchunks, col = c * 128 + l * 8;
       const bool in = col < q.hidden;
       float v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (in) {
-        const uint4 a = __ldg(reinterpret_cast<const uint4*>(q.x + t * q.hidden + col));
-        const uint32_t w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          v[2 * k] = bf16_bits_to_float(w[k] & 0xFFFFu);
-          v[2 * k + 1] = bf16_bits_to_float(w[k] >> 16);
-        }
-      }
+      if (in) bf16x8_to_float(__ldg(reinterpret_cast<const uint4*>(q.x + t * q.hidden + col)), v);
       uint4 codes;
       const float s = static_block128_quant8(v, half_mask, codes);
       if (in) *reinterpret_cast<uint4*>(q.xq + t * q.hidden + col) = codes;

@@ -49,13 +49,7 @@ __device__ __forceinline__ void static_load8(const StaticGemmParams& p, const St
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
   } else {
     const int64_t token = p.row_token[task.row_begin + r];
-    const uint4 a = __ldg(reinterpret_cast<const uint4*>(p.x + token * p.k + col));
-    const uint32_t w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      v[2 * i] = bf16_bits_to_float(w[i] & 0xFFFFu);
-      v[2 * i + 1] = bf16_bits_to_float(w[i] >> 16);
-    }
+    bf16x8_to_float(__ldg(reinterpret_cast<const uint4*>(p.x + token * p.k + col)), v);
   }
 }
 
