@@ -22,12 +22,14 @@ struct StaticExpertPtrs {
 struct StaticPlanParams {
   const int32_t* group_offsets = nullptr;  // [G + 1]
   int num_groups = 0;
-  StaticTask* tasks = nullptr;  // [capacity], or null: built already (static_task_build.cuh)
+  // [capacity]. launch_static_moe launches the planner only when the route + plan launch did
+  // not build the tasks (StaticMoEArgs::tasks_built), so it always sets this; null skips CTA 0.
+  StaticTask* tasks = nullptr;
   int32_t* num_tasks = nullptr;
   int task_capacity = 0;
   StaticPartitionBuild partition;  // the GEMMs' CTA partition tables, built with the tasks
   StaticInputPrep input;
-  int input_first = 0;
+  int input_first = 0;  // launch_static_moe: 1 (CTA 0 builds the tasks)
 };
 
 // One GEMM of the static path. GEMM1 (gate/up, kDown = false):

@@ -1,5 +1,5 @@
-// The static path's planner: virtual-expert tasks from the plan's group offsets (CTA 0, unless
-// the one-CTA route + plan kernel built them already: StaticPlanParams::tasks null), and the
+// The static path's planner, launched when the one-CTA route + plan kernel did not build the
+// task list: virtual-expert tasks from the plan's group offsets (CTA 0), and the
 // input's preparation (StaticInputPrep: fp8_per_tensor's |x| maxima, fp8_block128's x quantized
 // once per token) on the other CTAs. The one-CTA route + plan kernel runs the same preparation
 // on its extra CTAs (one_cta_plan.cuh), so where it builds the tasks no planner is launched.

@@ -57,7 +57,7 @@ struct StaticPartitionBuild {
 };
 
 // What GEMM1 of some formats needs from the MoE input x besides the task list, computed by
-// `ctas` CTAs of the launch that builds the tasks (static_planner.cuh: static_prepare_input):
+// `ctas` CTAs of the launch that builds the tasks (static_input_prep.cuh: static_prepare_input):
 // fp8_per_tensor's |x| maxima (one slot per CTA), fp8_block128's x quantized once per token
 // (GEMM1 then stages a copy instead of quantizing the same rows again for every unit).
 // ctas == 0: nothing to do.
