@@ -37,6 +37,21 @@ __device__ __forceinline__ void ldg_u64_if(uint2& v, const void* p, bool pred) {
       : "l"(p), "r"(static_cast<int>(pred)));
 }
 
+// One thread's arrival on a counter other CTAs also arrive on: an atomic add with release and
+// acquire semantics at gpu scope. Called by one thread between two CTA barriers, it publishes
+// what the whole CTA stored before the first barrier (release is cumulative over the barrier)
+// and, for the CTA that arrives last, makes every other CTA's published stores visible to the
+// whole CTA after the second barrier. This is the pattern of cooperative groups' grid barrier
+// with one fence.acq_rel where a __threadfence() (fence.sc, every thread) stood on each side.
+__device__ __forceinline__ int32_t atomic_add_acq_rel_gpu(int32_t* counter, int32_t v) {
+  int32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;"
+               : "=r"(old)
+               : "l"(counter), "r"(v)
+               : "memory");
+  return old;
+}
+
 // The same loads under the predicate (a < rem) && (c >= lo), computed inside the asm: with a and
 // c compile-time slot numbers (after unrolling) and lo = 0 this is one ISETP with an immediate,
 // where a bool argument costs a select and a second compare (the asm cannot take a predicate).

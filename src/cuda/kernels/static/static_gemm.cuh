@@ -355,16 +355,15 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
       if (nt < nts) mine[nt * 32] = make_float4(acc[nt][0], acc[nt][1], acc[nt][2], acc[nt][3]);
-    __threadfence();
-    sync();
+    sync();  // the partials above, before thread 0's release
     const StaticPartition part = static_partition();
     const StaticSegment seg = static_segment(u, cta, r.kblocks, part);
     if (threadIdx.x == 0)
-      last_flag = atomicAdd(p.unit_counters + u, 1) == static_unit_parts(seg, part) - 1;
-    sync();
+      last_flag =
+          atomic_add_acq_rel_gpu(p.unit_counters + u, 1) == static_unit_parts(seg, part) - 1;
+    sync();  // thread 0's acquire, before every thread's reads of the other parts
     finish = last_flag;
     if (finish) {
-      __threadfence();
 #pragma unroll
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
@@ -394,13 +393,12 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
     }
   }
   if (kDown && finish && p.out != nullptr) {  // the column group's last unit combines it
-    __threadfence();
-    sync();
+    sync();  // the epilogue's y32 stores, before thread 0's release
     const int cg = static_unit_group(u, r.ntasks);
-    if (threadIdx.x == 0) last_flag = atomicAdd(p.column_counters + cg, 1) == r.ntasks - 1;
-    sync();
+    if (threadIdx.x == 0)
+      last_flag = atomic_add_acq_rel_gpu(p.column_counters + cg, 1) == r.ntasks - 1;
+    sync();  // thread 0's acquire, before every thread reads the other units' y32
     if (last_flag) {
-      __threadfence();
       static_combine_columns(p, cg);
       if (threadIdx.x == 0) p.column_counters[cg] = 0;
     }
