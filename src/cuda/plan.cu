@@ -181,10 +181,9 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
   }
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
     using V = decltype(v);
-    using WarpSmem = routing::RouteWarpSmem<V::kLanes, V::kRouting>;
     const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;
     const size_t smem =
-        static_cast<size_t>(std::min<int64_t>(tokens, OneCtaShape::kWarps)) * sizeof(WarpSmem);
+        permute::one_cta_route_smem<V::kLanes, V::kRouting>(tokens, cfg.num_experts);
     // Above 48 KiB of static + dynamic shared memory a kernel must opt in.
     if (smem + sizeof(permute::OneCtaPlanSmem) + static_moe::kStaticTaskBuildSmemBytes +
             static_moe::kStaticInputPrepSmemBytes >

@@ -159,8 +159,11 @@ TEST(RoutePlanCuda, OneCtaEqualsMultiCtaForEveryMethod) {
           RoutingConfig cfg = routing_test_config(m, experts, top_k, n_group, topk_group);
           const std::vector<float> bias =
               routing_uses_bias(m) ? normal_values(experts, 0.05f, ++seed) : std::vector<float>{};
-          // 1 and 8: decode; 32: a warp per token; 45: two tokens on some warps.
-          for (int64_t tokens : {1, 8, 32, 45}) {
+          // 1 and 8: decode; 32: a warp per token; 45: two tokens on some warps. For the biased
+          // methods the one-CTA kernel routes in two steps (one_cta_route_split) up to 128
+          // (token, 32-expert row) pairs: 1 and 8 tokens for every E, 16 on both sides of it,
+          // 32 for E <= 128 only.
+          for (int64_t tokens : {1, 8, 16, 32, 45}) {
             const std::vector<float> logits = normal_values(tokens * experts, 2.0f, ++seed);
             const DType dtype = seed % 2 ? DType::kF32 : DType::kBF16;
             cfg.renormalize = seed % 3 != 0;

@@ -27,6 +27,31 @@ struct OneCtaShape {
   static constexpr int kWarps = kThreads / 32;
 };
 
+// Routing of a small batch in two steps (route_token's split mode, biased methods only:
+// routing::route_splits): first every warp of the CTA takes (token, row of 32 experts) pairs,
+// then warp t finishes token t from the keys. Used up to kSplitMaxPairs pairs and one warp per
+// token; the keys take tokens x 32 kPerLane x 4 bytes of shared memory (20 KB at most: 10
+// tokens of E = 384). Measured on the H200 (docs/perf-notes.md, sixteenth pass): deepseek-v3
+// -4.4 / -2.9 us at 1 / 8 tokens, kimi-k2 -5.4 / -3.4 us.
+constexpr int kSplitMaxPairs = 4 * OneCtaShape::kWarps;
+template <RoutingMethod kMethod>
+__host__ __device__ constexpr bool one_cta_route_split(int64_t tokens, int num_experts) {
+  return routing::route_splits(kMethod) && tokens <= OneCtaShape::kWarps &&
+         tokens * ((num_experts + 31) / 32) <= static_cast<int64_t>(kSplitMaxPairs);
+}
+
+// Dynamic shared memory of route_and_plan_one_cta: one routing warp's scratch per token up to
+// one per warp, then in split mode the keys, [tokens][32 * kPerLane] uint32.
+template <int kPerLane, RoutingMethod kMethod>
+__host__ __device__ constexpr size_t one_cta_route_smem(int64_t tokens, int num_experts) {
+  using WarpSmem = routing::RouteWarpSmem<kPerLane, kMethod>;
+  const int64_t warps = tokens < OneCtaShape::kWarps ? tokens : OneCtaShape::kWarps;
+  return static_cast<size_t>(warps) * sizeof(WarpSmem) +
+         (one_cta_route_split<kMethod>(tokens, num_experts)
+              ? static_cast<size_t>(tokens) * WarpSmem::kSlots * sizeof(uint32_t)
+              : 0);
+}
+
 struct OneCtaPlanSmem {
   int next_row[PlanShape::kMaxLocalGroups];  // (E_local) counts, then the next row of g
   // (warp, E_local) entries of group g in warp w of the current tile (<= 32: fits a byte)
@@ -118,8 +143,8 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads) plan_one_cta(const Plan
 // Routing, then the plan of the ids it wrote, then (tasks.tasks set) the static path's task list
 // of that plan, so the static path needs no planner launch. CTA 0 does all of that; CTAs
 // 1 .. tasks.input.ctas prepare the MoE input for the static path's GEMM1 (StaticInputPrep:
-// fp8 formats), which needs neither the routing nor the plan. Dynamic shared memory: one
-// RouteWarpSmem per routing warp, min(T, 32) of them (r.ids == p.ids).
+// fp8 formats), which needs neither the routing nor the plan. Dynamic shared memory:
+// one_cta_route_smem (r.ids == p.ids).
 template <typename LogitT, int kPerLane, RoutingMethod kMethod>
 __global__ void __launch_bounds__(OneCtaShape::kThreads)
     route_and_plan_one_cta(const routing::RouteParams r, const PlanParams p,
@@ -139,9 +164,28 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
   }
   one_cta_plan_init(s, p);
   const int warp = threadIdx.x / 32;
-  for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
-    routing::route_token<LogitT, kPerLane, kMethod>(r, t,
-                                                    reinterpret_cast<WarpSmem*>(s_route)[warp]);
+  WarpSmem* warp_smem = reinterpret_cast<WarpSmem*>(s_route);
+  bool routed = false;
+  if constexpr (routing::route_splits(kMethod)) {
+    if (one_cta_route_split<kMethod>(r.tokens, r.num_experts)) {
+      // keys follow the routing warps' scratch (16-byte multiples): one_cta_route_smem.
+      uint32_t* keys = reinterpret_cast<uint32_t*>(warp_smem + r.tokens);
+      const int rows = (r.num_experts + 31) / 32;
+      for (int i = warp; i < r.tokens * rows; i += OneCtaShape::kWarps) {
+        const int t = i / rows;
+        routing::route_expert_row<LogitT, kPerLane, kMethod>(r, t, i - t * rows, warp_smem[t],
+                                                             keys + t * WarpSmem::kSlots);
+      }
+      __syncthreads();
+      if (warp < r.tokens)
+        routing::route_token<LogitT, kPerLane, kMethod, true>(r, warp, warp_smem[warp],
+                                                              keys + warp * WarpSmem::kSlots);
+      routed = true;
+    }
+  }
+  if (!routed)
+    for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
+      routing::route_token<LogitT, kPerLane, kMethod>(r, t, warp_smem[warp]);
   __syncthreads();
   one_cta_plan_build(s, p);
   if (tasks.tasks != nullptr) {

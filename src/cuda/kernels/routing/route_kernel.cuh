@@ -90,14 +90,65 @@ struct RouteWarpSmem {
   uint8_t kept[kGroupSlots];          // (group)
 };
 
+// DeepSeek-V3's group stage on the warp's keys (biased scores q' in smem.q).
+template <int kPerLane, RoutingMethod kMethod>
+__device__ __forceinline__ void keep_top_groups(const RouteParams& p, uint32_t (&key)[kPerLane],
+                                                RouteWarpSmem<kPerLane, kMethod>& smem) {
+  // All groups kept: the group stage cannot change the candidates.
+  if (p.topk_group >= p.n_group) return;
+  const int group_size = p.num_experts / p.n_group;
+  if (group_size % 32 == 0) {
+    keep_top_groups_by_rows(key, p.num_experts, group_size, p.topk_group);
+  } else {
+    __syncwarp();
+    keep_top_groups_by_scan(key, smem.q, smem.kept, p.num_experts, p.n_group, p.topk_group);
+  }
+}
+
+// Whether route_token has a split mode for the method: the biased methods, whose per-expert
+// sigmoid (~90 instructions of exact math per expert and lane) is what the split spreads over
+// warps. For the others the split measured slower (softmax-top-k, E = 128: +1 to +4 us at 1 to
+// 32 tokens): a load and a key per expert save less than the barrier and the shared round trip.
+constexpr bool route_splits(RoutingMethod m) {
+  return m == RoutingMethod::kDeepSeekV3 || m == RoutingMethod::kMiniMax;
+}
+
+// Split mode's first step, for a batch of few tokens: experts 32 j .. 32 j + 31 of token t on
+// the calling warp (lane l: expert 32 j + l), so that one token's per-expert work (the loads and
+// the sigmoids) spreads over up to E / 32 warps instead of one. Writes the key of q' to keys [e],
+// and the payload (the sigmoid) and q' to smem, the token's routing warp's scratch: the same
+// values route_token computes itself otherwise.
+template <typename LogitT, int kPerLane, RoutingMethod kMethod>
+__device__ __forceinline__ void route_expert_row(const RouteParams& p, int64_t t, int j,
+                                                 RouteWarpSmem<kPerLane, kMethod>& smem,
+                                                 uint32_t* keys) {
+  static_assert(route_splits(kMethod), "split mode is for the biased methods");
+  const int e = threadIdx.x % 32 + 32 * j;
+  if (e >= p.num_experts) return;
+  const LogitT* logits = static_cast<const LogitT*>(p.logits) + t * p.num_experts;
+  const float s = nan_as_neg_inf(logit_value(logits[e]));
+  const float sig = exact::sigmoid(s);
+  const float q = nan_as_neg_inf(exact::add(sig, p.bias[e]));
+  smem.payload[e] = sig;
+  keys[e] = order_key(q);
+  if constexpr (kMethod == RoutingMethod::kDeepSeekV3) smem.q[e] = q;
+}
+
 // Routes token t on the calling warp (every lane calls it) and writes ids [t, :] and
 // weights [t, :]. The correction bias is loaded with the logits so that both DRAM round trips
 // overlap.
-template <typename LogitT, int kPerLane, RoutingMethod kMethod>
+//
+// Split mode (kSplit, keys given): route_expert_row has already run for every row of 32 experts of
+// token t, on any warps of the CTA, with a CTA barrier since. The keys come from keys [32 *
+// kPerLane] and the payload and q from smem instead of being computed here; everything after is
+// the same code, so ids and weights are the same bits.
+template <typename LogitT, int kPerLane, RoutingMethod kMethod, bool kSplit = false>
 __device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
-                                            RouteWarpSmem<kPerLane, kMethod>& smem) {
+                                            RouteWarpSmem<kPerLane, kMethod>& smem,
+                                            const uint32_t* keys = nullptr) {
   static_assert(kPerLane >= 1 && kPerLane <= kMaxExpertsGpu / 32, "experts per lane");
   static_assert(kMethod != RoutingMethod::kPrecomputed, "precomputed routing runs no kernel");
+  static_assert(!kSplit || route_splits(kMethod), "split mode is for the biased methods");
   constexpr bool kBiased =
       kMethod == RoutingMethod::kDeepSeekV3 || kMethod == RoutingMethod::kMiniMax;
   const int lane = threadIdx.x % 32;
@@ -108,16 +159,27 @@ __device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
   uint32_t key[kPerLane];
   float s[kPerLane];     // s' of expert lane + 32 j (-inf past E)
   float bias[kPerLane];  // kBiased: b of expert lane + 32 j
+  if constexpr (kSplit) {
 #pragma unroll
-  for (int j = 0; j < kPerLane; ++j) {
-    const int e = lane + 32 * j;
-    s[j] = e < num_experts ? nan_as_neg_inf(logit_value(logits[e])) : -exact::infinity();
-    key[j] = e < num_experts ? order_key(s[j]) : kNoCandidate;
-    bias[j] = kBiased && e < num_experts ? p.bias[e] : 0.0f;
+    for (int j = 0; j < kPerLane; ++j) {
+      const int e = lane + 32 * j;
+      key[j] = e < num_experts ? keys[e] : kNoCandidate;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kPerLane; ++j) {
+      const int e = lane + 32 * j;
+      s[j] = e < num_experts ? nan_as_neg_inf(logit_value(logits[e])) : -exact::infinity();
+      key[j] = e < num_experts ? order_key(s[j]) : kNoCandidate;
+      bias[j] = kBiased && e < num_experts ? p.bias[e] : 0.0f;
+    }
   }
 
   float softmax_total = 0.0f;
-  if constexpr (kMethod == RoutingMethod::kSoftmaxTopK) {
+  if constexpr (kSplit) {
+    // route_expert_row wrote the payload and q'.
+    if constexpr (kMethod == RoutingMethod::kDeepSeekV3) keep_top_groups(p, key, smem);
+  } else if constexpr (kMethod == RoutingMethod::kSoftmaxTopK) {
     const float m = key_value(warp_max_key(key));
 #pragma unroll
     for (int j = 0; j < kPerLane; ++j)
@@ -136,18 +198,7 @@ __device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
       key[j] = order_key(q);
       if constexpr (kMethod == RoutingMethod::kDeepSeekV3) smem.q[e] = q;
     }
-    if constexpr (kMethod == RoutingMethod::kDeepSeekV3) {
-      // All groups kept: the group stage cannot change the candidates.
-      if (p.topk_group < p.n_group) {
-        const int group_size = num_experts / p.n_group;
-        if (group_size % 32 == 0) {
-          keep_top_groups_by_rows(key, num_experts, group_size, p.topk_group);
-        } else {
-          __syncwarp();
-          keep_top_groups_by_scan(key, smem.q, smem.kept, num_experts, p.n_group, p.topk_group);
-        }
-      }
-    }
+    if constexpr (kMethod == RoutingMethod::kDeepSeekV3) keep_top_groups(p, key, smem);
   } else {
     // kTopKSoftmax, kLlama4, kSigmoidTopK: select on s', weigh from s'.
 #pragma unroll
