@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Prepared in session 15 for the next session's first device call: main against main + the
 # 'lean route + plan' edits (bench/runs/lean_route_patch.py; docs/perf-notes.md, fifteenth
-# pass), both compile-only so far.
+# pass). Run in session 16 at 38c1a65 (bench/results/h200/ab/2026-12-01-s16-lean-*): GPU tests
+# 82/82, no consistent gain (kimi-k2 slower), not merged (perf-notes, sixteenth pass). The patch
+# applies to 38c1a65's tree; later trees may need it adapted.
 # 1. Here (the device's .git is stale, so the trees travel as untracked folders):
 #      bash bench/runs/next-lean-route.sh prepare
 # 2. Device call (carry [".deps"], ~6 min): SERVEKIT_COMMIT=<sha> bash bench/runs/next-lean-route.sh
