@@ -30,9 +30,10 @@ struct OneCtaShape {
 // Routing of a small batch in two steps (route_token's split mode, biased methods only:
 // routing::route_splits): first every warp of the CTA takes (token, row of 32 experts) pairs,
 // then warp t finishes token t from the keys. Used up to kSplitMaxPairs pairs and one warp per
-// token; the keys take tokens x 32 kPerLane x 4 bytes of shared memory (20 KB at most: 10
-// tokens of E = 384). Measured on the H200 (docs/perf-notes.md, sixteenth pass): deepseek-v3
-// -4.4 / -2.9 us at 1 / 8 tokens, kimi-k2 -5.4 / -3.4 us.
+// token; the keys take tokens x 32 kPerLane x 4 bytes of shared memory (28 KB at most: 14
+// tokens of E = 257..288, 9 rows on the 16-lane instantiation). Measured on the H200
+// (docs/perf-notes.md, sixteenth pass): deepseek-v3 -4.4 / -2.9 us at 1 / 8 tokens, kimi-k2 -5.4 /
+// -3.4 us.
 constexpr int kSplitMaxPairs = 4 * OneCtaShape::kWarps;
 template <RoutingMethod kMethod>
 __host__ __device__ constexpr bool one_cta_route_split(int64_t tokens, int num_experts) {
