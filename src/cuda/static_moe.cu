@@ -52,6 +52,10 @@ int64_t unit_groups(int64_t rows) {
 int64_t rows_capacity(const StaticMoEDesc& d) {
   return plan_capacity_rows(d.max_tokens, d.top_k, d.num_shared);
 }
+// Worst-case virtual-expert tasks of a layer (static_tasks.h: static_task_capacity).
+int64_t task_capacity(const StaticMoEDesc& d) {
+  return sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+}
 
 int sm_count() {
   int dev = 0, sms = 0;
@@ -81,7 +85,7 @@ struct Workspace {
 
 Workspace carve(const StaticMoEDesc& d, uint8_t* base, int sms) {
   Workspace w;
-  const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+  const int64_t tasks = task_capacity(d);
   const int64_t rows = rows_capacity(d);
   const int64_t grid = static_cast<int64_t>(sms) * sm::kStaticMaxCtasPerSm;
   w.unit_counters =
@@ -213,7 +217,7 @@ sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace
   b.kblocks[1] = static_cast<int>(g2.kblocks);
   b.ngroups[0] = static_cast<int>(unit_groups(g13.rows));
   b.ngroups[1] = static_cast<int>(unit_groups(g2.rows));
-  const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+  const int64_t tasks = task_capacity(d);
   for (int i = 0; i < 2; ++i)
     if (!sm::static_weighted_fits(tasks, rows_capacity(d), b.row_cost, b.kblocks[i], b.ngroups[i],
                                   grid, d.num_groups))
@@ -236,7 +240,7 @@ void validate_static_desc(const StaticMoEDesc& d) {
   SERVEKIT_CHECK(d.top_k >= 0 && d.top_k <= kMaxTopK, "static moe: top_k=", d.top_k,
                  " must be in [0, ", kMaxTopK, "]");
   SERVEKIT_CHECK(d.max_tokens >= 1, "static moe: max_tokens=", d.max_tokens, " must be >= 1");
-  const int64_t tasks = sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared);
+  const int64_t tasks = task_capacity(d);
   // The kernels index steps (tasks x column groups x k-blocks) and matrix bytes in 32 bits.
   const int64_t groups = std::max(unit_groups(w13_rows(d)), unit_groups(d.hidden));
   const int64_t kblocks = std::max(d.hidden, d.intermediate) / 64;
@@ -319,8 +323,7 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   if (!tasks_in_route(static_format(d.quant))) return b;
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
-  b.capacity =
-      static_cast<int>(sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+  b.capacity = static_cast<int>(task_capacity(d));
   b.partition = partition_build(d, w, launch_grid(d));
   b.input = input_prep(d, w, sms, hidden, tokens);
   return b;
@@ -368,8 +371,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     pp.num_groups = d.num_groups;
     pp.tasks = w.tasks;
     pp.num_tasks = w.num_tasks;
-    pp.task_capacity = static_cast<int>(
-        sm::static_task_capacity(d.max_tokens, d.top_k, d.num_groups, d.num_shared));
+    pp.task_capacity = static_cast<int>(task_capacity(d));
     pp.partition = partition;
     pp.input = input;
     pp.input_first = 1;
