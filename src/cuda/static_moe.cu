@@ -36,12 +36,24 @@ int diag_env(const char* name) {
 }
 
 // SERVEKIT_DIAG_STATIC_TIMES: one device buffer for the whole process, [2 GEMMs][kDiagMaxGrid]
-// [kStaticDiagSlots] slots, allocated by static_diag_times_prepare (never while a stream is
-// capturing), and the grid of the last launch that stamped it.
+// [kStaticDiagSlots] slots, then [kPrefixKernels][kStaticDiagSlots] for the prefix kernels'
+// CTA 0 (route + plan, planner), allocated by static_diag_times_prepare (never while a stream
+// is capturing), and the grid of the last launch that stamped it.
 constexpr int kDiagMaxGrid = 4096;
+constexpr size_t kDiagSlotsTotal =
+    (2 * static_cast<size_t>(kDiagMaxGrid) + sm::kPrefixKernels) * sm::kStaticDiagSlots;
 uint64_t* g_diag_times = nullptr;
 int g_diag_device = -1;  // where g_diag_times lives: other devices' launches are not stamped
 int g_diag_grid = 0;
+
+// The stamp region of prefix kernel k when this launch is stamped, else null.
+uint64_t* diag_prefix_slots(sm::StaticPrefixKernel k) {
+  if (g_diag_times == nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return nullptr;
+  int dev = -1;
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev != g_diag_device) return nullptr;
+  return g_diag_times + (2 * static_cast<size_t>(kDiagMaxGrid) + k) * sm::kStaticDiagSlots;
+}
 
 int64_t w13_rows(const StaticMoEDesc& d) {
   return activation_is_gated(d.activation) ? 2 * d.intermediate : d.intermediate;
@@ -326,6 +338,7 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   b.capacity = static_cast<int>(task_capacity(d));
   b.partition = partition_build(d, w, launch_grid(d));
   b.input = input_prep(d, w, sms, hidden, tokens);
+  b.diag_prefix = diag_prefix_slots(sm::kPrefixRoutePlan);
   return b;
 }
 
@@ -375,6 +388,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     pp.partition = partition;
     pp.input = input;
     pp.input_first = 1;
+    pp.diag_prefix = diag_prefix_slots(sm::kPrefixPlanner);
     launch_pdl(sm::static_plan_kernel, 1 + input.ctas, sm::kStaticPlanThreads, 0, a.pdl, stream,
                pp);
   }
@@ -451,7 +465,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
 
 void static_diag_times_prepare() {
   if (g_diag_times != nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return;
-  const size_t bytes = 2 * kDiagMaxGrid * sm::kStaticDiagSlots * sizeof(uint64_t);
+  const size_t bytes = kDiagSlotsTotal * sizeof(uint64_t);
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&g_diag_device));
   SERVEKIT_CUDA_CHECK(cudaMalloc(&g_diag_times, bytes));
   SERVEKIT_CUDA_CHECK(cudaMemset(g_diag_times, 0, bytes));
@@ -460,12 +474,17 @@ void static_diag_times_prepare() {
 std::string static_diag_times_report() {
   if (g_diag_times == nullptr || g_diag_grid <= 0 || g_diag_grid > kDiagMaxGrid) return "";
   SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<uint64_t> slots(2 * kDiagMaxGrid * sm::kStaticDiagSlots);
+  std::vector<uint64_t> slots(kDiagSlotsTotal);
   SERVEKIT_CUDA_CHECK(cudaMemcpy(slots.data(), g_diag_times, slots.size() * sizeof(uint64_t),
                                  cudaMemcpyDeviceToHost));
   const std::string r = sm::static_diag_format(slots, kDiagMaxGrid, g_diag_grid,
                                                diag_env("SERVEKIT_DIAG_STATIC_TIMES") >= 2);
   g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
+  // The prefix kernels' regions too: a later row whose prefix is another kernel (the planner
+  // instead of route + plan) must not report this row's stamps.
+  SERVEKIT_CUDA_CHECK(
+      cudaMemset(g_diag_times + 2 * static_cast<size_t>(kDiagMaxGrid) * sm::kStaticDiagSlots, 0,
+                 sm::kPrefixKernels * sm::kStaticDiagSlots * sizeof(uint64_t)));
   return r;
 }
 

@@ -78,6 +78,44 @@ TEST(StaticDiag, PerCtaLinesCarryTheSmAndUnits) {
   EXPECT_NEAR(t[3], 2.0 + 0.1, 1e-9);
 }
 
+TEST(StaticDiag, PrefixKernelsThatRanComeFirstBeforeTheRelease) {
+  const int grid = 2;
+  const uint64_t base = 5'000'000;  // GEMM1's release (the zero) is base + 1000 ns
+  std::vector<uint64_t> t = stamps(base, grid);
+  t.resize(t.size() + kPrefixKernels * kStaticDiagSlots, 0);
+  uint64_t* route_plan = t.data() + 2 * kMaxGrid * kStaticDiagSlots;
+  // route + plan: entry 12 us before the release, then 0.5, 4, 6 and 7.5 us after its entry.
+  const double at[kStaticPrefixStamps] = {-12.0, -11.5, -8.0, -6.0, -4.5};
+  for (int i = 0; i < kStaticPrefixStamps; ++i)
+    route_plan[i] = static_cast<uint64_t>(static_cast<double>(base + 1000) + 1000.0 * at[i]);
+  route_plan[kStaticPrefixStamps] = 42;  // SM id
+  // The planner region stays zero: it did not run, so no line.
+  std::vector<std::string> l = lines(static_diag_format(t, kMaxGrid, grid, false));
+  ASSERT_EQ(l.size(), 9u);
+  EXPECT_EQ(l[0].rfind("diag-times route+plan sm  42", 0), 0u) << l[0];
+  double v[kStaticPrefixStamps];
+  ASSERT_EQ(std::sscanf(l[0].c_str() + l[0].find("entry"),
+                        "entry %lf wait done %lf routed %lf planned %lf tasks done %lf", &v[0],
+                        &v[1], &v[2], &v[3], &v[4]),
+            kStaticPrefixStamps)
+      << l[0];
+  for (int i = 0; i < kStaticPrefixStamps; ++i) EXPECT_NEAR(v[i], at[i], 1e-9) << l[0];
+  EXPECT_EQ(l[1].rfind("diag-times gemm1", 0), 0u) << l[1];
+
+  // The planner writes entry, wait done and tasks done only: the others are left out.
+  uint64_t* planner = route_plan + kStaticDiagSlots;
+  planner[0] = base - 3000;
+  planner[1] = base - 2000;
+  planner[4] = base;
+  planner[kStaticPrefixStamps] = 3;
+  l = lines(static_diag_format(t, kMaxGrid, grid, false));
+  ASSERT_EQ(l.size(), 10u);
+  EXPECT_EQ(l[1],
+            "diag-times planner    sm   3 us from gemm1 release: entry -4.00 wait done -3.00 "
+            "tasks done -1.00")
+      << l[1];
+}
+
 TEST(StaticDiag, NothingForAnOutOfRangeGridOrShortBuffer) {
   EXPECT_EQ(static_diag_format(stamps(0, 2), kMaxGrid, 0, false), "");
   EXPECT_EQ(static_diag_format(stamps(0, 2), kMaxGrid, kMaxGrid + 1, false), "");

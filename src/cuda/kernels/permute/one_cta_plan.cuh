@@ -155,9 +155,12 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
                 "one CTA shape builds the plan, the tasks and the input's preparation");
   using WarpSmem = routing::RouteWarpSmem<kPerLane, kMethod>;
   __shared__ OneCtaPlanSmem s;
-  extern __shared__ int4 s_route[];  // (min(T, 32)) WarpSmem
+  extern __shared__ int4 s_route[];                                        // (min(T, 32)) WarpSmem
+  uint64_t* const stamps = blockIdx.x == 0 ? tasks.diag_prefix : nullptr;  // diagnostic only
+  static_moe::static_prefix_stamp(stamps, 0);
   pdl_wait();
   pdl_trigger();
+  static_moe::static_prefix_stamp(stamps, 1);
   if (blockIdx.x > 0) {  // x comes from the previous kernel: after the wait above
     if (static_cast<int>(blockIdx.x) <= tasks.input.ctas)
       static_moe::static_prepare_input(tasks.input, static_cast<int>(blockIdx.x) - 1);
@@ -188,10 +191,16 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
     for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
       routing::route_token<LogitT, kPerLane, kMethod>(r, t, warp_smem[warp]);
   __syncthreads();
+  static_moe::static_prefix_stamp(stamps, 2);
   one_cta_plan_build(s, p);
   if (tasks.tasks != nullptr) {
     __syncthreads();  // group_offsets, written above by this CTA
+    static_moe::static_prefix_stamp(stamps, 3);
     static_moe::static_build_tasks(p.group_offsets, p.local_experts + p.num_shared, tasks);
+    if (stamps != nullptr) {
+      __syncthreads();  // every thread's part of the list (uniform: a kernel parameter)
+      static_moe::static_prefix_stamp(stamps, 4);
+    }
   }
 }
 

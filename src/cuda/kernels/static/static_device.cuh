@@ -9,6 +9,7 @@
 #include <cuda_fp8.h>
 
 #include "cuda/kernels/pdl.cuh"
+#include "cuda/kernels/static/static_params.h"
 
 namespace servekit::cuda::static_moe {
 
@@ -154,6 +155,18 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
+}
+
+// A prefix kernel's stamp s (static_params.h: kStaticPrefixStamps) by thread 0, when stamps is
+// set; slot kStaticPrefixStamps gets the SM id with the first stamp.
+__device__ __forceinline__ void static_prefix_stamp(uint64_t* stamps, int s) {
+  if (stamps == nullptr || threadIdx.x != 0) return;
+  stamps[s] = globaltimer_ns();
+  if (s == 0) {
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    stamps[kStaticPrefixStamps] = sm;
+  }
 }
 
 // |x| as ordered bits: non-negative floats order as their bit patterns and NaN patterns lie

@@ -14,9 +14,12 @@
 namespace servekit::cuda::static_moe {
 
 // slots: [2 GEMMs][max_grid][kStaticDiagSlots] as the kernels wrote them for a launch of grid
-// CTAs (grid <= max_grid). Times are in us from GEMM1's earliest dependency release. One line
-// per (GEMM, stamp) with the quantiles over CTAs, then with per_cta one line per CTA (SM id,
-// units in its range, the four stamps). Empty when grid is out of range or slots too short.
+// CTAs (grid <= max_grid), optionally followed by [kPrefixKernels][kStaticDiagSlots], the
+// prefix kernels' CTA 0 stamps (static_params.h; a region whose entry stamp is 0 did not run).
+// Times are in us from GEMM1's earliest dependency release. One line per prefix kernel that ran
+// (its stamps, negative: before the release), one per (GEMM, stamp) with the quantiles over
+// CTAs, then with per_cta one line per CTA (SM id, units in its range, the four stamps). Empty
+// when grid is out of range or slots too short for the GEMMs' part.
 inline std::string static_diag_format(const std::vector<uint64_t>& slots, int max_grid, int grid,
                                       bool per_cta) {
   constexpr int ns = kStaticDiagStamps;
@@ -33,6 +36,27 @@ inline std::string static_diag_format(const std::vector<uint64_t>& slots, int ma
   };
   std::string r;
   char line[256];
+  const size_t prefix0 = 2 * static_cast<size_t>(max_grid) * kStaticDiagSlots;
+  if (slots.size() >= prefix0 + kPrefixKernels * kStaticDiagSlots) {
+    const char* kernel_names[kPrefixKernels] = {"route+plan", "planner"};
+    const char* stamp_names[kStaticPrefixStamps] = {"entry", "wait done", "routed", "planned",
+                                                    "tasks done"};
+    for (int k = 0; k < kPrefixKernels; ++k) {
+      const uint64_t* st = slots.data() + prefix0 + static_cast<size_t>(k) * kStaticDiagSlots;
+      if (st[0] == 0) continue;
+      std::snprintf(line, sizeof(line),
+                    "diag-times %-10s sm %3d us from gemm1 release:", kernel_names[k],
+                    static_cast<int>(st[kStaticPrefixStamps]));
+      r += line;
+      for (int i = 0; i < kStaticPrefixStamps; ++i) {
+        if (st[i] == 0) continue;  // a stamp this kernel does not write
+        std::snprintf(line, sizeof(line), " %s %.2f", stamp_names[i],
+                      (static_cast<double>(st[i]) - static_cast<double>(zero)) * 1e-3);
+        r += line;
+      }
+      r += "\n";
+    }
+  }
   const char* names[ns] = {"entry", "wait done", "k-loops done", "exit"};
   for (int gemm = 0; gemm < 2; ++gemm)
     for (int s = 0; s < ns; ++s) {

@@ -30,6 +30,9 @@ struct StaticPlanParams {
   StaticPartitionBuild partition;  // the GEMMs' CTA partition tables, built with the tasks
   StaticInputPrep input;
   int input_first = 0;  // launch_static_moe: 1 (CTA 0 builds the tasks)
+  // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES), null in normal use: [kStaticDiagSlots], CTA 0's
+  // stamps (kStaticPrefixStamps).
+  uint64_t* diag_prefix = nullptr;
 };
 
 // One GEMM of the static path. GEMM1 (gate/up, kDown = false):
@@ -92,5 +95,12 @@ struct StaticGemmParams {
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
 constexpr int kStaticDiagStamps = 4;
 constexpr int kStaticDiagSlots = 8;  // the stamps, SM id, units, two spare
+
+// The prefix kernels' stamps (SERVEKIT_DIAG_STATIC_TIMES), CTA 0 of the one-CTA route + plan
+// kernel and of the static planner, one kStaticDiagSlots region each after the GEMMs':
+// entry, dependency wait released, routing done, plan done, task list done (the planner writes
+// 0, 1 and 4), then the SM id in slot kStaticPrefixStamps.
+constexpr int kStaticPrefixStamps = 5;
+enum StaticPrefixKernel : int { kPrefixRoutePlan = 0, kPrefixPlanner = 1, kPrefixKernels = 2 };
 
 }  // namespace servekit::cuda::static_moe

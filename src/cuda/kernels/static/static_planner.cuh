@@ -17,11 +17,19 @@ namespace servekit::cuda::static_moe {
 constexpr int kStaticPlanThreads = kStaticInputPrepThreads;
 
 __global__ void __launch_bounds__(kStaticPlanThreads) static_plan_kernel(const StaticPlanParams p) {
+  uint64_t* const stamps = blockIdx.x == 0 ? p.diag_prefix : nullptr;
+  static_prefix_stamp(stamps, 0);
   pdl_wait();  // the plan (and x) come from the previous kernels
   pdl_trigger();
-  if (blockIdx.x == 0 && p.tasks != nullptr)
+  static_prefix_stamp(stamps, 1);
+  if (blockIdx.x == 0 && p.tasks != nullptr) {
     static_build_tasks(p.group_offsets, p.num_groups,
-                       {p.tasks, p.num_tasks, p.task_capacity, p.partition, {}});
+                       {p.tasks, p.num_tasks, p.task_capacity, p.partition, {}, nullptr});
+    if (stamps != nullptr) {
+      __syncthreads();  // every thread's part of the list (uniform: a kernel parameter)
+      static_prefix_stamp(stamps, 4);
+    }
+  }
   const int cta = static_cast<int>(blockIdx.x) - p.input_first;
   if (cta >= 0 && cta < p.input.ctas) static_prepare_input(p.input, cta);
 }

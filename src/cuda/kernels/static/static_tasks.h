@@ -81,6 +81,9 @@ struct StaticTaskBuild {
   int capacity = 0;
   StaticPartitionBuild partition;
   StaticInputPrep input;
+  // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES), null in normal use: [kStaticDiagSlots], the route +
+  // plan kernel's CTA 0 stamps (static_params.h, kStaticPrefixStamps).
+  uint64_t* diag_prefix = nullptr;
 };
 
 // Tasks of a group with `rows` rows.
