@@ -387,7 +387,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     pp.task_capacity = static_cast<int>(task_capacity(d));
     pp.partition = partition;
     pp.input = input;
-    pp.input_first = 1;
     pp.diag_prefix = diag_prefix_slots(sm::kPrefixPlanner);
     launch_pdl(sm::static_plan_kernel, 1 + input.ctas, sm::kStaticPlanThreads, 0, a.pdl, stream,
                pp);

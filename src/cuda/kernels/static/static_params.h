@@ -17,19 +17,18 @@ struct StaticExpertPtrs {
   float w2_alpha = 1.0f;
 };
 
-// Planner: tasks from the plan's group offsets, and the input's preparation (StaticInputPrep)
-// on its CTAs [input_first, input_first + input.ctas).
+// Planner: tasks from the plan's group offsets (CTA 0), and the input's preparation
+// (StaticInputPrep) on its CTAs 1 .. input.ctas.
 struct StaticPlanParams {
   const int32_t* group_offsets = nullptr;  // [G + 1]
   int num_groups = 0;
-  // [capacity]. launch_static_moe launches the planner only when the route + plan launch did
-  // not build the tasks (StaticMoEArgs::tasks_built), so it always sets this; null skips CTA 0.
+  // [capacity]; never null: launch_static_moe launches the planner only when the route + plan
+  // launch did not build the tasks (StaticMoEArgs::tasks_built).
   StaticTask* tasks = nullptr;
   int32_t* num_tasks = nullptr;
   int task_capacity = 0;
   StaticPartitionBuild partition;  // the GEMMs' CTA partition tables, built with the tasks
   StaticInputPrep input;
-  int input_first = 0;  // launch_static_moe: 1 (CTA 0 builds the tasks)
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES), null in normal use: [kStaticDiagSlots], CTA 0's
   // stamps (kStaticPrefixStamps).
   uint64_t* diag_prefix = nullptr;
