@@ -1,9 +1,9 @@
 // The static path's planner, launched when the one-CTA route + plan kernel did not build the
 // task list: virtual-expert tasks from the plan's group offsets (CTA 0), and the
 // input's preparation (StaticInputPrep: fp8_per_tensor's |x| maxima, fp8_block128's x quantized
-// once per token) on CTAs 1 .. input.ctas. The one-CTA route + plan kernel runs the same preparation
-// on its extra CTAs (one_cta_plan.cuh), so where it builds the tasks no planner is launched.
-// The task list: static_task_build.cuh.
+// once per token) on CTAs 1 .. input.ctas. The one-CTA route + plan kernel runs the same
+// preparation on its extra CTAs (one_cta_plan.cuh), so where it builds the tasks no planner is
+// launched. The task list: static_task_build.cuh.
 #pragma once
 
 #include "cuda/kernels/pdl.cuh"
