@@ -68,7 +68,8 @@ wait
 for d in $TREES; do say "build $d $(tail -n 1 "$W/build-$d.log")"; done
 # SASS=1: opcode counts of the static GEMM kernels of SASS_FORMATS (default int4_g128 mxfp4) per
 # tree (cuobjdump on the device; this machine has none), W/sass-<tree>.txt, to compare the
-# instructions of the k-loops between trees; the SASS itself in W/sass-<tree>-<format>.txt.gz.
+# instructions of the k-loops between trees; the SASS itself in W/sass-<tree>-<format>.txt.gz
+# (bench/sass_loops.py: the loops' HMMA / LDL / STL counts, to see where the spills sit).
 if [[ ${SASS:-0} == 1 ]]; then
   for d in $TREES; do
     for f in ${SASS_FORMATS:-int4_g128 mxfp4}; do

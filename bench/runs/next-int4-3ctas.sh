@@ -10,7 +10,8 @@
 # taken out has no spills at all, so the spills sit where the fix-up / epilogue / combine meet the
 # ring's next batch; out of line: GEMM1 46 / 124 bytes (106 / 180 inline), GEMM2 64 / 108 (24 /
 # 48), plus 8 / 16-20 in the called function. Which placement keeps the k-loop clean is for the
-# SASS (SASS=1 brings it back: grep LDL / STL between the loop's HMMAs).
+# SASS (SASS=1 brings it back; `zcat sass-<tree>-int4_g128.txt.gz | bench/sass_loops.py` prints
+# each k-loop's HMMA / LDL / STL counts).
 # Prediction: the 4-bit k-loop issues at ~56% with 4 warps per scheduler (fourteenth pass); 6 warps
 # should hide more of its latency: up to -20% on the int4 rows at 8 and 32 tokens if the spills
 # stay out of the one-token-tile loop, level or slower if they do not (SASS=1 counts the
