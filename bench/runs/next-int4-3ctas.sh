@@ -16,6 +16,10 @@
 # should hide more of its latency: up to -20% on the int4 rows at 8 and 32 tokens if the spills
 # stay out of the one-token-tile loop, level or slower if they do not (SASS=1 counts the
 # LDL / STL per kernel); the one-expert row (4 token tiles: the step-major path) may lose.
+# Against it: bytes in flight per SM drop from 64 KB (16 warps x 8 x 512) to 48 KB (24 x 4 x 512),
+# and the tenth pass's loads-only diagnostic (no decode, no mma) was already 1.61x the floor at 8
+# tokens with ~40 instructions of bookkeeping per k-block, so the gain is bounded by the
+# decode + mma share (198.8 -> 164.7 us there).
 # 1. Here (the device's .git is stale, so the trees travel as untracked folders):
 #      bash bench/runs/next-int4-3ctas.sh prepare
 # 2. Device call (carry [".deps"], ~8 min): SERVEKIT_COMMIT=<sha> bash bench/runs/next-int4-3ctas.sh
