@@ -157,16 +157,19 @@ __device__ __forceinline__ uint64_t globaltimer_ns() {
   return t;
 }
 
+// The SM this thread runs on (diagnostic stamps only).
+__device__ __forceinline__ uint32_t sm_id() {
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  return sm;
+}
+
 // A prefix kernel's stamp s (static_params.h: kStaticPrefixStamps) by thread 0, when stamps is
 // set; slot kStaticPrefixStamps gets the SM id with the first stamp.
 __device__ __forceinline__ void static_prefix_stamp(uint64_t* stamps, int s) {
   if (stamps == nullptr || threadIdx.x != 0) return;
   stamps[s] = globaltimer_ns();
-  if (s == 0) {
-    uint32_t sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    stamps[kStaticPrefixStamps] = sm;
-  }
+  if (s == 0) stamps[kStaticPrefixStamps] = sm_id();
 }
 
 // |x| as ordered bits: non-negative floats order as their bit patterns and NaN patterns lie

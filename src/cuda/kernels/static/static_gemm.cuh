@@ -255,10 +255,8 @@ __device__ __forceinline__ void static_diag_stamp(const StaticGemmParams& p, int
 }
 __device__ __forceinline__ void static_diag_cta(const StaticGemmParams& p, int units) {
   if (p.diag_times != nullptr && threadIdx.x == 0) {
-    uint32_t sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     uint64_t* slot = p.diag_times + static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots;
-    slot[kStaticDiagStamps] = sm;
+    slot[kStaticDiagStamps] = sm_id();
     slot[kStaticDiagStamps + 1] = static_cast<uint64_t>(units);
   }
 }
