@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
 #include "cuda/kernels/permute/one_cta_plan.cuh"
 #include "cuda/kernels/permute/plan_kernels.cuh"
@@ -179,6 +180,11 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
                    q.ctas, ")");
     tasks = *static_tasks;
   }
+  // The next kernel launches once the routing is done (StaticTaskBuild::late_trigger), or at
+  // the kernel's start under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1, read at every
+  // launch (docs/static_moe.md).
+  const char* early = std::getenv("SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER");
+  tasks.late_trigger = !(early != nullptr && *early != '\0' && std::atoi(early) != 0);
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
     using V = decltype(v);
     const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;

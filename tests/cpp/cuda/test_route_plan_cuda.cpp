@@ -9,9 +9,11 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda/device_array.h"
@@ -172,6 +174,37 @@ TEST(RoutePlanCuda, OneCtaEqualsMultiCtaForEveryMethod) {
           }
         }
       }
+}
+
+// The one-CTA kernel lets the next kernel launch after its routing (StaticTaskBuild::
+// late_trigger, the default) or, under SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1, at its start. The
+// trigger only moves the dependent launch: both settings must give the same exact results.
+TEST(RoutePlanCuda, EarlyAndLateTriggerGiveTheSameResults) {
+  SERVEKIT_REQUIRE_GPU();
+  constexpr const char* kEnv = "SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER";
+  std::optional<std::string> old;
+  if (const char* v = std::getenv(kEnv)) old = v;
+  uint32_t seed = 500;
+  for (const char* early : {"1", "0"}) {
+    setenv(kEnv, early, 1);
+    SCOPED_TRACE(::testing::Message() << kEnv << "=" << early);
+    for (auto [m, experts] : {std::pair{RoutingMethod::kSoftmaxTopK, 128},
+                              std::pair{RoutingMethod::kDeepSeekV3, 384}}) {
+      RoutingConfig cfg = routing_test_config(m, experts, 8, 1, 1);
+      const std::vector<float> bias =
+          routing_uses_bias(m) ? normal_values(experts, 0.05f, ++seed) : std::vector<float>{};
+      for (int64_t tokens : {1, 8, 32}) {
+        const std::vector<float> logits = normal_values(tokens * experts, 2.0f, ++seed);
+        for (const Layout& l : layouts(experts))
+          expect_paths_agree(cfg, logits, DType::kF32, bias, {}, tokens, l);
+      }
+    }
+  }
+  if (old) {
+    setenv(kEnv, old->c_str(), 1);
+  } else {
+    unsetenv(kEnv);
+  }
 }
 
 TEST(RoutePlanCuda, SkewedRoutingAndLargerCapacity) {

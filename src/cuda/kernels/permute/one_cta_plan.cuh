@@ -30,8 +30,8 @@ struct OneCtaShape {
 // Routing of a small batch in two steps (route_token's split mode, biased methods only:
 // routing::route_splits): first every warp of the CTA takes (token, row of 32 experts) pairs,
 // then warp t finishes token t from the keys. Used up to kSplitMaxPairs pairs and one warp per
-// token; the keys take tokens x 32 kPerLane x 4 bytes of shared memory (28 KB at most: 14
-// tokens of E = 257..288, 9 rows on the 16-lane instantiation). Measured on the H200
+// token; the keys take tokens x 32 kPerLane x 4 bytes of shared memory (25 KB at most: 25
+// tokens of E = 129..160, 5 rows on the 8-lane instantiation). Measured on the H200
 // (docs/perf-notes.md, sixteenth pass): deepseek-v3 -4.4 / -2.9 us at 1 / 8 tokens, kimi-k2 -5.4 /
 // -3.4 us.
 constexpr int kSplitMaxPairs = 4 * OneCtaShape::kWarps;
@@ -159,7 +159,7 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
   uint64_t* const stamps = blockIdx.x == 0 ? tasks.diag_prefix : nullptr;  // diagnostic only
   static_moe::static_prefix_stamp(stamps, 0);
   pdl_wait();
-  pdl_trigger();
+  if (!tasks.late_trigger) pdl_trigger();
   static_moe::static_prefix_stamp(stamps, 1);
   if (blockIdx.x > 0) {  // x comes from the previous kernel: after the wait above
     if (static_cast<int>(blockIdx.x) <= tasks.input.ctas)
@@ -191,6 +191,7 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
     for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
       routing::route_token<LogitT, kPerLane, kMethod>(r, t, warp_smem[warp]);
   __syncthreads();
+  if (tasks.late_trigger) pdl_trigger();  // the next kernel launches from here on (default)
   static_moe::static_prefix_stamp(stamps, 2);
   one_cta_plan_build(s, p);
   if (tasks.tasks != nullptr) {

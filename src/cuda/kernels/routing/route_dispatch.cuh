@@ -45,13 +45,16 @@ void dispatch_method(RoutingMethod method, Launch&& launch) {
   SERVEKIT_FAIL("route: method=", routing_name(method), " runs no routing kernel");
 }
 
-// Experts per lane: the smallest power of two with 32 * n >= E (E <= 512: n <= 16).
+// Experts per lane: the smallest of 1, 2, 4, 8, 12, 16 with 32 * n >= E (E <= 512). 12 is for
+// E = 257..384 (kimi-k2's 384): at 16 the DeepSeek-V3 instantiation of the one-CTA route + plan
+// kernel spills 252 / 568 bytes at its 64 registers, at 12 52 / 60 (ptxas, sm_90a).
 template <typename LogitT, typename Launch>
 void dispatch_lanes(RoutingMethod method, int num_experts, Launch&& launch) {
   if (num_experts <= 32) return dispatch_method<LogitT, 1>(method, launch);
   if (num_experts <= 64) return dispatch_method<LogitT, 2>(method, launch);
   if (num_experts <= 128) return dispatch_method<LogitT, 4>(method, launch);
   if (num_experts <= 256) return dispatch_method<LogitT, 8>(method, launch);
+  if (num_experts <= 384) return dispatch_method<LogitT, 12>(method, launch);
   return dispatch_method<LogitT, 16>(method, launch);
 }
 

@@ -84,6 +84,11 @@ struct StaticTaskBuild {
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES), null in normal use: [kStaticDiagSlots], the route +
   // plan kernel's CTA 0 stamps (static_params.h, kStaticPrefixStamps).
   uint64_t* diag_prefix = nullptr;
+  // CTA 0 of the route + plan kernel lets the next kernel launch only once it has routed, not at
+  // its start, so that the next kernel's CTAs are not resident while it routes (measured 0-2 us
+  // faster at 1 and 8 tokens, docs/perf-notes.md, eighteenth pass). launch_route_and_plan sets
+  // it at every launch: false only under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1.
+  bool late_trigger = true;
 };
 
 // Tasks of a group with `rows` rows.
