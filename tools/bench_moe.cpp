@@ -177,6 +177,27 @@ Timing time_cold(Launch&& launch, cuda::L2Flusher& flusher, cudaStream_t s, int 
   return t;
 }
 
+// The launch-and-events part of every row: a graph whose only node is a 4-byte memset, timed
+// by time_cold like a layer (RunInfo::one_node_graph_us).
+double time_one_node_graph(cuda::L2Flusher& flusher, cudaStream_t s, const BenchOptions& opt) {
+  void* word = nullptr;
+  SERVEKIT_CUDA_CHECK(cudaMalloc(&word, 4));
+  struct Free {
+    void* p;
+    ~Free() { cudaFree(p); }
+  } free_word{word};
+  Graph g;
+  SERVEKIT_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  const cudaError_t set = cudaMemsetAsync(word, 0, 4, s);
+  SERVEKIT_CUDA_CHECK(cudaStreamEndCapture(s, &g.graph));
+  SERVEKIT_CUDA_CHECK(set);
+  SERVEKIT_CUDA_CHECK(cudaGraphInstantiate(&g.exec, g.graph, 0));
+  const Timing t =
+      time_cold([&](cudaStream_t st) { SERVEKIT_CUDA_CHECK(cudaGraphLaunch(g.exec, st)); }, flusher,
+                s, opt.warmup, opt.repeats);
+  return t.median_us;
+}
+
 std::vector<uint16_t> download_bf16(const void* d, size_t n, cudaStream_t s) {
   std::vector<uint16_t> h(n);
   SERVEKIT_CUDA_CHECK(cudaMemcpyAsync(h.data(), d, n * 2, cudaMemcpyDeviceToHost, s));
@@ -518,6 +539,9 @@ std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
   cuda::L2Flusher flusher(opt.device);
   info.l2_flush_bytes = flusher.bytes();
   Stream stream;
+  info.one_node_graph_us = time_one_node_graph(flusher, stream.s, opt);
+  std::fprintf(stderr, "bench: one-node graph (4-byte memset), timed as the rows: %.1f us\n",
+               info.one_node_graph_us);
   Runner runner(opt, flusher, stream.s);
   std::printf("%s\n", table_header().c_str());
   std::fflush(stdout);

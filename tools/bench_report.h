@@ -46,6 +46,9 @@ struct RunInfo {
   std::string commit, date, device, command;
   Ceilings ceilings;
   size_t l2_flush_bytes = 0;
+  // A graph of one node (a 4-byte memset) timed exactly as the rows are (L2 flush, events,
+  // replay): what a row pays for the graph launch and the events whatever its kernels do.
+  double one_node_graph_us = kNaN;
 };
 
 inline void write_row(JsonWriter& w, const BenchRow& r) {
@@ -103,6 +106,7 @@ inline std::string results_json(const RunInfo& info, const std::vector<BenchRow>
   w.end_object();
   w.newline().key("command").value(info.command);
   w.key("l2_flush_bytes").value(static_cast<int64_t>(info.l2_flush_bytes));
+  w.key("one_node_graph_us").value(info.one_node_graph_us);
   w.newline().key("rows").begin_array();
   for (const BenchRow& r : rows) {
     w.newline();

@@ -186,6 +186,10 @@ TEST(BenchReport, ResultFileHasTheShapeOfBenchMd) {
   EXPECT_NE(j.find("},\n " + row, first), std::string::npos) << "one row per line";
   EXPECT_EQ(j.substr(j.size() - 5), "\n]\n}\n");
   EXPECT_EQ(j.find("group_size"), std::string::npos) << "only int4 rows carry a group size";
+  // The one-node graph's time: null until the GPU run measured it, then the number.
+  EXPECT_NE(j.find("\"one_node_graph_us\":null"), std::string::npos) << j;
+  info.one_node_graph_us = 6.5;
+  EXPECT_NE(results_json(info, {r}).find("\"one_node_graph_us\":6.5"), std::string::npos);
   BenchRow q = r;
   q.quant = "int4_w4a16";
   q.group_size = 32;
