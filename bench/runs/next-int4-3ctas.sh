@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran in session 18 (ab/2026-12-02-s18-3ctas-*): 15-25% slower than main on every int4 row,
+# both variants; dropped (docs/perf-notes.md, eighteenth pass). Kept as the record of the call.
 # Prepared in session 17 (compile-checked for sm_90a, CPU suite 388/388 with it; not GPU-run):
 # int4 with 128-column groups at three CTAs per SM (bench/runs/int4-3ctas.patch; docs/perf-notes.md,
 # seventeenth pass): __launch_bounds__(256, 3), a 4-deep ring (8 at two CTAs), a 60 KB activation

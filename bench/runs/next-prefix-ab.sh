@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran in session 18 (one lease, ab/2026-12-02-s18-prefix-*): both patches merged (7765e6f), so
+# `prepare` no longer applies on main; kept as the record of the call.
 # Prepared in session 17 (compile-checked for sm_90a, CPU suite 388/388 with each patch; not
 # GPU-run): two questions about the one-token prefix (docs/perf-notes.md, seventeenth pass).
 #   a. Does GEMM1 (or the planner), launched at the route + plan kernel's start and resident while
