@@ -50,6 +50,7 @@ STALL_NCU="--page details --section SpeedOfLight --section WarpStateStats --sect
 # the one-token rows: the unit hand-over, the staging round trips and the routing chain that the
 # CTA stamps point at (docs/perf-notes.md, fourth and fifth passes).
 SOURCE_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
+ --then --preset kimi-k2 --quant int4_w4a16 --tokens 1 --path static
  --then --preset deepseek-v3 --quant fp8_block128 --tokens 1 --path static"
 SOURCE_NCU="--page source --print-source sass --section SourceCounters --section WarpStateStats
  --kernel-name regex:static_gemm|route_and_plan --launch-count 3"
