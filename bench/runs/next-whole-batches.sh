@@ -16,10 +16,10 @@
 # unless the spills sit in the loop (SASS=1: `zcat sass-ab-whole-int4_g128.txt.gz |
 # bench/sass_loops.py` counts each loop's LDL / STL).
 # 1. Here: bash bench/runs/next-whole-batches.sh prepare   (trees ab-main, ab-whole: untracked)
-# 2. Device (carry [".deps"], ~7 min): SERVEKIT_COMMIT=<sha> bash bench/runs/next-whole-batches.sh
+# 2. Device (carry [".deps"], ~9 min): SERVEKIT_COMMIT=<sha> bash bench/runs/next-whole-batches.sh
 # 3. Delete the ab-* folders afterwards. Merge the patch only with its GPU tests passed and the
 #    4-bit rows faster; then the full check (gpu-check.sh BENCH_SET=issue4).
-# Output: OUT/branches.tgz, OUT/summary.txt.
+# Output: OUT/branches.tgz, OUT/summary.txt, OUT/dyn-trigger.{txt,tgz}.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 if [[ ${1:-} == prepare ]]; then
@@ -33,7 +33,7 @@ fi
 SK="--routing uniform --path static"
 TREES="ab-main ab-whole" TEST_TREES="ab-whole" SASS=1 \
   SASS_FORMATS="int4_g128 mxfp4 fp8_block128" TEST_FILTER='*StaticMoECuda*:MoECuda.*' \
-  TEST_TIMEOUT=150 BUDGET_S=${BUDGET_S:-560} AB_GROUPS="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 $SK;\
+  TEST_TIMEOUT=150 BUDGET_S=${BUDGET_S:-460} AB_GROUPS="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 $SK;\
 --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8,32 $SK;\
 --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32 $SK;\
 --preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 $SK;\
@@ -41,3 +41,23 @@ TREES="ab-main ab-whole" TEST_TREES="ab-whole" SASS=1 \
 --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8,32 $SK;\
 --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8,32 $SK" \
   bash bench/runs/ab-trees.sh
+# Then, on main's tree, the late route trigger on the dynamic path (perf-notes, eighteenth pass,
+# Next 3): the same rows with SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=0 and =1, interleaved, into
+# OUT/dyn-trigger.tgz (JSONs) and OUT/dyn-trigger.txt.
+OUT=${OUT:-$PWD/out}
+D=$(mktemp -d)
+for round in 1 2; do
+  for early in 0 1; do
+    for pq in "qwen3-30b-a3b bf16" "deepseek-v3 fp8_block128"; do
+      read -r pr q <<<"$pq"
+      f="$D/r$round-$pr-early$early"
+      SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=$early timeout 60 ab-main/build/servekit bench moe \
+        --preset "$pr" --quant "$q" --tokens 1,8,32 --routing uniform --path dynamic --peer off \
+        --check-tokens 1 --commit "ab-main-early$early" --out "$f.json" >"$f.log" 2>&1
+      echo "r$round $pr early=$early rc=$? $(python3 -c "import json,sys; print(' '.join('%d:%.1f' % (r['tokens'], r['us']) for r in json.load(open(sys.argv[1]))['rows']))" "$f.json" 2>/dev/null)" |
+        tee -a "$OUT/dyn-trigger.txt"
+    done
+  done
+done
+tar -czf "$OUT/dyn-trigger.tgz" -C "$D" .
+
