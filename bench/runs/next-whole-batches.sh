@@ -21,7 +21,7 @@
 #    4-bit rows faster; then the full check (gpu-check.sh BENCH_SET=issue4).
 # Output: OUT/branches.tgz, OUT/summary.txt, OUT/dyn-trigger.{txt,tgz}.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 if [[ ${1:-} == prepare ]]; then
   for d in ab-main ab-whole; do
     rm -rf "$d" && mkdir "$d" && git archive HEAD | tar -x -C "$d"
