@@ -84,3 +84,7 @@ while IFS= read -r group; do
 done < <(echo "$ROWS" | tr '\n' ' ' | sed 's/--then/\n/g'; echo)
 echo "total $(($(date +%s) - START))s" | tee -a "$OUT/profile.log"
 python3 bench/ncu_table.py "$OUT"/ncu-*.csv > "$OUT/ncu-table.txt" 2>&1 || true
+# The device returns files of at most 16 MiB: the per-instruction (source) pages can be large.
+for f in "$OUT"/ncu-*.csv; do
+  [[ -f $f ]] && (($(stat -c %s "$f") > 8 * 1024 * 1024)) && gzip -f "$f"
+done
