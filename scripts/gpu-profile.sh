@@ -12,7 +12,7 @@
 # benchmark), so the durations add up to more than the graph-timed layer: read them as shares.
 # Clocks are left alone (--clock-control none), as the device rules require.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 START=$(date +%s)
 BUDGET_S=${BUDGET_S:-400}
 OUT=${OUT:-$PWD/out}
