@@ -77,6 +77,4 @@ row deepseek-both-base 0 0 --preset deepseek-v3 --quant fp8_block128 --tokens 1,
 row deepseek-static-inroute 0 1 --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32 \
   --path static
 row deepseek-both-early 1 0 --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32 --path both
-row deepseek-static-inroute-r2 0 1 --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32 \
-  --path static
 tar -czf "$OUT/switches.tgz" -C "$D" .
