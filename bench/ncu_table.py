@@ -19,6 +19,9 @@ for path in sys.argv[1:]:
         print(f"# {path}: no kernels")
         continue
     ix = {h: i for i, h in enumerate(rows[0])}
+    if "ID" not in ix:  # PROFILE_SET=source writes per-instruction pages, not the raw metrics
+        print(f"# {path}: not a raw-metrics page; per-instruction pages: bench/ncu_source_csv.py")
+        continue
     print(f"# {path}: {len(rows) - 2} kernels")
     for r in rows[2:]:
         print(f"{r[ix['ID']]:>4} {r[ix['Kernel Name']][:60]:60} "

@@ -44,7 +44,8 @@ STALL_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
  --then --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 8 --path static
  --then --preset deepseek-v3 --quant fp8_block128 --tokens 8 --path static"
 STALL_NCU="--page details --section SpeedOfLight --section WarpStateStats --section SchedulerStats
- --section Occupancy --section MemoryWorkloadAnalysis --kernel-name regex:static_gemm --launch-count 2"
+ --section Occupancy --section MemoryWorkloadAnalysis --kernel-name regex:static_gemm|static_ring
+ --launch-count 2"
 # PROFILE_SET=source: where in the code the one-token kernels wait (per SASS instruction: warp
 # stall samples by reason, SourceCounters), for the static GEMMs and the route + plan launch of
 # the one-token rows: the unit hand-over, the staging round trips and the routing chain that the
@@ -53,7 +54,7 @@ SOURCE_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
  --then --preset kimi-k2 --quant int4_w4a16 --tokens 1 --path static
  --then --preset deepseek-v3 --quant fp8_block128 --tokens 1 --path static"
 SOURCE_NCU="--page source --print-source sass --section SourceCounters --section WarpStateStats
- --kernel-name regex:static_gemm|route_and_plan --launch-count 3"
+ --kernel-name regex:static_gemm|static_ring|route_and_plan --launch-count 3"
 if [[ ${PROFILE_SET:-} == stalls ]]; then
   PROFILE_ROWS=${PROFILE_ROWS:-$STALL_ROWS}
   NCU_ARGS=${NCU_ARGS:-$STALL_NCU}
@@ -84,6 +85,8 @@ while IFS= read -r group; do
 done < <(echo "$ROWS" | tr '\n' ' ' | sed 's/--then/\n/g'; echo)
 echo "total $(($(date +%s) - START))s" | tee -a "$OUT/profile.log"
 python3 bench/ncu_table.py "$OUT"/ncu-*.csv > "$OUT/ncu-table.txt" 2>&1 || true
+[[ ${PROFILE_SET:-} == source ]] &&
+  python3 bench/ncu_source_csv.py "$OUT"/ncu-*.csv > "$OUT/ncu-source.txt" 2>&1
 # The device returns files of at most 16 MiB: the per-instruction (source) pages can be large.
 for f in "$OUT"/ncu-*.csv; do
   [[ -f $f ]] && (($(stat -c %s "$f") > 8 * 1024 * 1024)) && gzip -f "$f"
