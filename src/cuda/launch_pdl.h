@@ -3,6 +3,7 @@
 // header for CUDA translation units.
 #pragma once
 
+#include <cstdlib>
 #include <utility>
 
 #include <cuda_runtime.h>
@@ -10,6 +11,23 @@
 #include "cuda/runtime.h"
 
 namespace servekit::cuda {
+
+// Diagnostic SERVEKIT_DIAG_CARVEOUT=<0..100>: every launch below asks for that shared-memory
+// carveout, in percent of the SM's unified L1 / shared memory
+// (cudaLaunchAttributePreferredSharedMemoryCarveout; 100 = the largest shared-memory
+// configuration). Unset, empty or out of range: no preference, the driver's choice. An SM switches
+// configuration only while idle, so kernels of one chain that get different configurations can
+// wait for each other's SMs to drain (docs/perf-notes.md, nineteenth pass). Read once per process.
+inline int diag_carveout() {
+  static const int v = [] {
+    const char* s = std::getenv("SERVEKIT_DIAG_CARVEOUT");
+    if (s == nullptr || *s == '\0') return -1;
+    char* end = nullptr;
+    const long x = std::strtol(s, &end, 10);
+    return (*end == '\0' && x >= 0 && x <= 100) ? static_cast<int>(x) : -1;
+  }();
+  return v;
+}
 
 // Launches kernel<<<grid, block, smem, stream>>>(args...). With pdl the launch may start while
 // the previous kernel on the stream is still running; the kernel must then griddepcontrol.wait
@@ -22,11 +40,20 @@ void launch_pdl(void (*kernel)(KernelArgs...), dim3 grid, int block, size_t smem
   cfg.blockDim = dim3(static_cast<unsigned>(block));
   cfg.dynamicSmemBytes = smem;
   cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr.val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = pdl ? 1 : 0;
+  cudaLaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (pdl) {
+    attrs[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attrs[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (const int carveout = diag_carveout(); carveout >= 0) {
+    attrs[n].id = cudaLaunchAttributePreferredSharedMemoryCarveout;
+    attrs[n].val.sharedMemCarveout = static_cast<unsigned>(carveout);
+    ++n;
+  }
+  cfg.attrs = attrs;
+  cfg.numAttrs = n;
   SERVEKIT_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...));
 }
 
