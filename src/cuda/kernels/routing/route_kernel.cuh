@@ -126,9 +126,13 @@ __device__ __forceinline__ void route_expert_row(const RouteParams& p, int64_t t
   const int e = threadIdx.x % 32 + 32 * j;
   if (e >= p.num_experts) return;
   const LogitT* logits = static_cast<const LogitT*>(p.logits) + t * p.num_experts;
-  const float s = nan_as_neg_inf(logit_value(logits[e]));
+  // Both loads before the sigmoid, so that their round trips overlap in the PTX too (the
+  // sigmoid's divide has an out-of-line slow path); measured level (docs/perf-notes.md, 19th pass).
+  const LogitT logit = logits[e];
+  const float b = p.bias[e];
+  const float s = nan_as_neg_inf(logit_value(logit));
   const float sig = exact::sigmoid(s);
-  const float q = nan_as_neg_inf(exact::add(sig, p.bias[e]));
+  const float q = nan_as_neg_inf(exact::add(sig, b));
   smem.payload[e] = sig;
   keys[e] = order_key(q);
   if constexpr (kMethod == RoutingMethod::kDeepSeekV3) smem.q[e] = q;
