@@ -73,6 +73,10 @@ __device__ __forceinline__ void warp_top_k(const uint32_t (&key)[N], int k, OnPi
     first_known = second_known = true;
   };
   rescan(~0u, ~0u);  // every key is below ~0u (order_key's largest is +inf's 0xff800000)
+  // Not unrolled: at one token this runs on one warp with its code cold, and that warp's stall
+  // samples are mostly instruction fetch; a copy per slot only adds code to fetch (measured
+  // -0.9 us on deepseek-v3 at one token, one run; docs/perf-notes.md, nineteenth pass).
+#pragma unroll 1
   for (int slot = 0; slot < k; ++slot) {
     const uint32_t top = __reduce_max_sync(kFullMask, key1);
     const uint32_t winner = __reduce_min_sync(kFullMask, key1 == top ? index1 : ~0u);
