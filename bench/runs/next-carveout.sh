@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran in session 19 (ab/2026-12-02-s19-carveout-*, profiles/2026-12-02-s19-route-fine-*): level;
+# the switch stays as a diagnostic. GPU tests 70/70 with it at 100.
 # Session 19: does the shared-memory carveout cost the static chain time? (docs/perf-notes.md,
 # nineteenth pass). An SM changes its L1 / shared-memory split only while idle. The route + plan
 # kernel (one CTA, ~23 KB) may run under a smaller shared-memory configuration than the GEMMs

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran in session 19 (ab/2026-12-02-s19-{whole,switches}-*): whole batches 2-6.5% slower on the
+# 4-bit rows (dropped); the block128 switch level (not merged); the dynamic trigger A/B level.
 # Prepared in session 18 (compile-checked for sm_90a, CPU suite 388/388 with it; not GPU-run):
 # the register-ring k-loop's whole batches (bench/runs/whole-batches.patch; docs/perf-notes.md,
 # eighteenth pass). When a batch's kDepth k-blocks are all computed (live tile, inside the unit's
