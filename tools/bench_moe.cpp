@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "bench_check.h"
+#include "core/env.h"
 #include "core/presets.h"
 #include "cuda/bench/l2_flush.h"
 #include "cuda/device_buffer.h"
@@ -128,8 +129,7 @@ struct Timing {
 // costs (kernel code and small inputs fetched from DRAM).
 bool warm_l2_diag() {
   static const bool warm = [] {
-    const char* v = std::getenv("SERVEKIT_DIAG_BENCH_WARM_L2");
-    const bool on = v != nullptr && std::string(v) == "1";
+    const bool on = env_int("SERVEKIT_DIAG_BENCH_WARM_L2", 0, 1, 0) != 0;
     if (on)
       std::fprintf(stderr, "bench: SERVEKIT_DIAG_BENCH_WARM_L2=1: no L2 flush (diagnostic)\n");
     return on;

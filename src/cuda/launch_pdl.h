@@ -3,11 +3,11 @@
 // header for CUDA translation units.
 #pragma once
 
-#include <cstdlib>
 #include <utility>
 
 #include <cuda_runtime.h>
 
+#include "core/env.h"
 #include "cuda/runtime.h"
 
 namespace servekit::cuda {
@@ -15,17 +15,12 @@ namespace servekit::cuda {
 // Diagnostic SERVEKIT_DIAG_CARVEOUT=<0..100>: every launch below asks for that shared-memory
 // carveout, in percent of the SM's unified L1 / shared memory
 // (cudaLaunchAttributePreferredSharedMemoryCarveout; 100 = the largest shared-memory
-// configuration). Unset, empty or out of range: no preference, the driver's choice. An SM switches
-// configuration only while idle, so kernels of one chain that get different configurations can
-// wait for each other's SMs to drain (docs/perf-notes.md, nineteenth pass). Read once per process.
+// configuration). Unset or empty: no preference, the driver's choice; any other value is an
+// error (core/env.h). An SM switches configuration only while idle, so kernels of one chain that
+// get different configurations can wait for each other's SMs to drain (docs/perf-notes.md,
+// nineteenth pass). Read once per process.
 inline int diag_carveout() {
-  static const int v = [] {
-    const char* s = std::getenv("SERVEKIT_DIAG_CARVEOUT");
-    if (s == nullptr || *s == '\0') return -1;
-    char* end = nullptr;
-    const long x = std::strtol(s, &end, 10);
-    return (*end == '\0' && x >= 0 && x <= 100) ? static_cast<int>(x) : -1;
-  }();
+  static const int v = static_cast<int>(env_int("SERVEKIT_DIAG_CARVEOUT", 0, 100, -1));
   return v;
 }
 

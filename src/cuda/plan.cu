@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "core/env.h"
 #include "cuda/kernels/permute/one_cta_plan.cuh"
 #include "cuda/kernels/permute/plan_kernels.cuh"
 #include "cuda/kernels/routing/route_dispatch.cuh"
@@ -183,8 +184,7 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
   // The next kernel launches once the routing is done (StaticTaskBuild::late_trigger), or at
   // the kernel's start under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1, read at every
   // launch (docs/static_moe.md).
-  const char* early = std::getenv("SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER");
-  tasks.late_trigger = !(early != nullptr && *early != '\0' && std::atoi(early) != 0);
+  tasks.late_trigger = env_int("SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER", 0, 1, 0) == 0;
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
     using V = decltype(v);
     const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/env.h"
 #include "cuda/kernels/static/static_diag.h"
 #include "cuda/kernels/static/static_launch.h"
 #include "cuda/kernels/static/static_planner.cuh"
@@ -30,9 +31,9 @@ size_t align_up(size_t n) {
 // SERVEKIT_DIAG_STATIC_STOP: 1 = return before the planner, 2 = after it, 3 = after GEMM1:
 // the layer's output is then garbage, the time is the prefix's (timing attribution only).
 // SERVEKIT_DIAG_STATIC_CTAS_PER_SM: GEMM CTAs per SM below the resident maximum.
-int diag_env(const char* name) {
-  const char* v = std::getenv(name);
-  return v != nullptr && *v != '\0' ? std::atoi(v) : 0;
+// Unset or empty: 0; a value outside 0..hi is an error (core/env.h).
+int diag_env(const char* name, int hi) {
+  return static_cast<int>(env_int(name, 0, hi, 0));
 }
 
 // SERVEKIT_DIAG_STATIC_TIMES: one device buffer for the whole process, [2 GEMMs][kDiagMaxGrid]
@@ -48,7 +49,7 @@ int g_diag_grid = 0;
 
 // The stamp region of prefix kernel k when this launch is stamped, else null.
 uint64_t* diag_prefix_slots(sm::StaticPrefixKernel k) {
-  if (g_diag_times == nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return nullptr;
+  if (g_diag_times == nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) <= 0) return nullptr;
   int dev = -1;
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&dev));
   if (dev != g_diag_device) return nullptr;
@@ -182,9 +183,12 @@ sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
 // kimi-k2 int4 at 32 tokens (half fp8's weight bytes per step for the same rows of work; mxfp4
 // and nvfp4 take it unmeasured). bf16: 2 (twice fp8's bytes per step; 0, 2 and 4 measured level
 // on qwen3-235b, which has no shared expert).
+// The environment's row cost is at most this (kStaticStepCost = 64 is one step's stream).
+constexpr int kMaxStaticRowCost = 1 << 16;
 int static_row_cost(StaticFormat f) {
-  const char* v = std::getenv("SERVEKIT_STATIC_ROW_COST");
-  if (v != nullptr && *v != '\0') return std::max(0, std::atoi(v));
+  if (const long long cost = env_int("SERVEKIT_STATIC_ROW_COST", 0, kMaxStaticRowCost, -1);
+      cost >= 0)
+    return static_cast<int>(cost);
   switch (f) {
     case StaticFormat::kBF16:
       return 2;
@@ -206,7 +210,7 @@ int resident_grid(StaticFormat f) {
 // The GEMMs' grid: the resident wave, fewer under SERVEKIT_DIAG_STATIC_CTAS_PER_SM.
 int launch_grid(const StaticMoEDesc& d) {
   int grid = resident_grid(static_format(d.quant));
-  const int per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM");
+  const int per_sm = diag_env("SERVEKIT_DIAG_STATIC_CTAS_PER_SM", sm::kStaticMaxCtasPerSm);
   if (per_sm > 0 && per_sm < sm::kStaticMaxCtasPerSm)
     grid = grid / sm::kStaticMaxCtasPerSm * per_sm;
   return grid;
@@ -223,8 +227,7 @@ sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace
   sm::StaticPartitionBuild b;
   b.grid = grid;
   b.row_cost = static_row_cost(f);
-  const char* align = std::getenv("SERVEKIT_STATIC_ALIGN");  // 0: no whole-unit partition
-  b.align = align == nullptr || *align == '\0' || std::atoi(align) != 0;
+  b.align = env_int("SERVEKIT_STATIC_ALIGN", 0, 1, 1) != 0;  // 0: no whole-unit partition
   b.kblocks[0] = static_cast<int>(g13.kblocks);
   b.kblocks[1] = static_cast<int>(g2.kblocks);
   b.ngroups[0] = static_cast<int>(unit_groups(g13.rows));
@@ -373,7 +376,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
                  quant_name(d.quant.method),
                  " (static_task_build returns no tasks for it: its planner prepares the input)");
 
-  const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP");
+  const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP", 3);
   if (diag_stop == 1) return;
   // The input's preparation, by the route + plan launch (tasks_built) or here by the planner's
   // CTAs 1.. (CTA 0 builds the task list).
@@ -452,7 +455,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   int diag_dev = -1;
   if (g_diag_times != nullptr) SERVEKIT_CUDA_CHECK(cudaGetDevice(&diag_dev));
   if (g_diag_times != nullptr && diag_dev == g_diag_device &&
-      diag_env("SERVEKIT_DIAG_STATIC_TIMES") > 0) {
+      diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) > 0) {
     g_diag_grid = grid;
     if (g_diag_grid <= kDiagMaxGrid) {
       l.gemm1.diag_times = g_diag_times;
@@ -463,7 +466,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
 }
 
 void static_diag_times_prepare() {
-  if (g_diag_times != nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES") <= 0) return;
+  if (g_diag_times != nullptr || diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) <= 0) return;
   const size_t bytes = kDiagSlotsTotal * sizeof(uint64_t);
   SERVEKIT_CUDA_CHECK(cudaGetDevice(&g_diag_device));
   SERVEKIT_CUDA_CHECK(cudaMalloc(&g_diag_times, bytes));
@@ -477,7 +480,7 @@ std::string static_diag_times_report() {
   SERVEKIT_CUDA_CHECK(cudaMemcpy(slots.data(), g_diag_times, slots.size() * sizeof(uint64_t),
                                  cudaMemcpyDeviceToHost));
   const std::string r = sm::static_diag_format(slots, kDiagMaxGrid, g_diag_grid,
-                                               diag_env("SERVEKIT_DIAG_STATIC_TIMES") >= 2);
+                                               diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) >= 2);
   g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
   // The prefix kernels' regions too: a later row whose prefix is another kernel (the planner
   // instead of route + plan) must not report this row's stamps.
