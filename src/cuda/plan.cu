@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 
 #include "core/env.h"
 #include "cuda/kernels/permute/one_cta_plan.cuh"

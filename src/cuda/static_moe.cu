@@ -3,7 +3,6 @@
 #include "cuda/static_moe.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
