@@ -49,12 +49,14 @@ STALL_NCU="--page details --section SpeedOfLight --section WarpStateStats --sect
 # PROFILE_SET=source: where in the code the one-token kernels wait (per SASS instruction: warp
 # stall samples by reason, SourceCounters), for the static GEMMs and the route + plan launch of
 # the one-token rows: the unit hand-over, the staging round trips and the routing chain that the
-# CTA stamps point at (docs/perf-notes.md, fourth and fifth passes).
+# CTA stamps point at (docs/perf-notes.md, fourth and fifth passes). Sampled every 32 cycles
+# (interval 0): at ncu's default the one-CTA route + plan kernel got 7-14 samples (nineteenth pass).
 SOURCE_ROWS="--preset qwen3-30b-a3b --quant bf16 --tokens 1 --path static
  --then --preset kimi-k2 --quant int4_w4a16 --tokens 1 --path static
  --then --preset deepseek-v3 --quant fp8_block128 --tokens 1 --path static"
 SOURCE_NCU="--page source --print-source sass --section SourceCounters --section WarpStateStats
- --kernel-name regex:static_gemm|static_ring|route_and_plan --launch-count 3"
+ --warp-sampling-interval 0 --kernel-name regex:static_gemm|static_ring|route_and_plan
+ --launch-count 3"
 if [[ ${PROFILE_SET:-} == stalls ]]; then
   PROFILE_ROWS=${PROFILE_ROWS:-$STALL_ROWS}
   NCU_ARGS=${NCU_ARGS:-$STALL_NCU}
