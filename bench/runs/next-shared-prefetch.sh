@@ -22,46 +22,32 @@
 # 2. Device (carry [".deps"], ~8 min): bash bench/runs/next-shared-prefetch.sh
 # 3. If the GPU tests pass and 2 (or 1) wins: merge the patch with that mode as the default
 #    (static_moe.cu), docs/static_moe.md, then the full check (gpu-check.sh BENCH_SET=issue4).
-# Output: OUT/summary.txt, OUT/shared-prefetch.tgz.
+# Output: OUT/shared-prefetch.txt, OUT/shared-prefetch.tgz.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-export PATH=/usr/local/cuda/bin:$PATH
-OUT=${OUT:-$PWD/out}
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row
 BUDGET_S=${BUDGET_S:-560}
-mkdir -p "$OUT"
-W=$(mktemp -d)
-START=$(date +%s)
-left() { echo $((START + BUDGET_S - $(date +%s))); }
-say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/summary.txt"; }
-finish() {
-  tar -czf "$OUT/shared-prefetch.tgz" -C "$W" . 2>/dev/null
-  cp "$W/summary.txt" "$OUT/summary.txt" 2>/dev/null
-}
-trap finish EXIT
+work_dir shared-prefetch
 grep -q shared_prefetch src/cuda/kernels/static/static_params.h ||
   { say "the patch is not applied"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$W/gpu.txt"
-BUILD_DIR=build SERVEKIT_WERROR=OFF scripts/build.sh -DCMAKE_BUILD_TYPE=Release \
-  -DSERVEKIT_TESTS=ON >"$W/build.log" 2>&1
-say "build rc=$?"
-timeout 170 build/servekit_gpu_tests --gtest_filter='*StaticMoECuda*:MoECuda.*' \
-  >"$W/tests.log" 2>&1
+build_dev "$W/build.log"
+say "build done"
+timeout 170 "$B/servekit_gpu_tests" --gtest_filter='*StaticMoECuda*:MoECuda.*' >"$W/tests.log" 2>&1
 say "GPU tests rc=$? $(grep -E 'PASSED|FAILED' "$W/tests.log" | tr '\n' ' ')"
-row() {  # TAG PREFETCH EARLY ARGS...
-  local tag=$1 sp=$2 early=$3
-  shift 3
-  (($(left) < 50)) && { say "$tag skipped (budget)"; return; }
-  SERVEKIT_STATIC_SHARED_PREFETCH=$sp SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=$early timeout 80 \
-    build/servekit bench moe "$@" --routing uniform --path static --peer off --check-tokens 1 \
-    --commit "shared-prefetch-$sp-early$early" --out "$W/$tag.json" >"$W/$tag.log" 2>&1
-  echo "$tag rc=$? $(python3 -c "import json,sys; print(' '.join('%d:%.1f/%.2f/%s' % (r['tokens'], r['us'], r['ratio'], r['status']) for r in json.load(open(sys.argv[1]))['rows']))" "$W/$tag.json" 2>/dev/null)" |
-    tee -a "$W/summary.txt"
-}
-DS="--preset deepseek-v3 --quant fp8_block128 --tokens 1,8"
-KIMI="--preset kimi-k2 --quant int4_w4a16 --tokens 1,8"
+SK="--routing uniform --path static"
+DS="--preset deepseek-v3 --quant fp8_block128 --tokens 1,8 $SK"
+KIMI="--preset kimi-k2 --quant int4_w4a16 --tokens 1,8 $SK"
 for round in 1 2; do
-  for sp in 0 1 2; do row "r$round-deepseek-sp$sp" $sp 0 $DS; done
-  row "r$round-deepseek-sp2-early" 2 1 $DS
+  for sp in 0 1 2; do
+    # shellcheck disable=SC2086
+    bench_row "r$round-deepseek-sp$sp" SERVEKIT_STATIC_SHARED_PREFETCH=$sp -- $DS
+  done
+  # shellcheck disable=SC2086
+  bench_row "r$round-deepseek-sp2-early" SERVEKIT_STATIC_SHARED_PREFETCH=2 \
+    SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1 -- $DS
 done
-for sp in 0 2 1; do row "kimi-sp$sp" $sp 0 $KIMI; done
+for sp in 0 2 1; do
+  # shellcheck disable=SC2086
+  bench_row "kimi-sp$sp" SERVEKIT_STATIC_SHARED_PREFETCH=$sp -- $KIMI
+done
 say "done"
