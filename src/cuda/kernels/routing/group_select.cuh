@@ -54,6 +54,42 @@ __device__ __forceinline__ void keep_top_groups_by_rows(uint32_t (&key)[N], int 
     if (!((kept >> (j / rows_per_group)) & 1u)) key[j] = kNoCandidate;
 }
 
+// Groups of whole 32-expert rows with the keys in shared memory as well (split mode:
+// route_expert_row wrote keys [E]): lane g < n_group finds group g's top two by a scan of its
+// keys in index order, in place of keep_top_groups_by_rows' three warp reductions per group.
+// The same two values (a multiset's top two do not depend on the order), so the same group
+// scores and the same bits; a short loop instead of a copy per group of code that runs once (at
+// one token the routing warp's time is mostly instruction fetch; docs/perf-notes.md, nineteenth
+// pass).
+template <int N>
+__device__ __forceinline__ void keep_top_groups_by_keys(uint32_t (&key)[N], const uint32_t* keys,
+                                                        int group_size, int n_group,
+                                                        int topk_group) {
+  const int lane = threadIdx.x % 32;
+  const int rows_per_group = group_size / 32;
+  uint32_t group_key[1] = {kNoCandidate};  // lane g: score of group g (n_group <= N <= 32)
+  if (lane < n_group) {
+    uint32_t first = kNoCandidate, second = kNoCandidate;
+    const uint32_t* g = keys + lane * group_size;
+#pragma unroll 4
+    for (int i = 0; i < group_size; ++i) {
+      const uint32_t k = g[i];
+      if (k > first) {
+        second = first;
+        first = k;
+      } else if (k > second) {
+        second = k;
+      }
+    }
+    group_key[0] = group_score_key(key_value(first), key_value(second));
+  }
+  uint32_t kept = 0;  // bit g: group g kept
+  warp_top_k(group_key, topk_group, [&](int, int g) { kept |= 1u << g; });
+#pragma unroll
+  for (int j = 0; j < N; ++j)
+    if (!((kept >> (j / rows_per_group)) & 1u)) key[j] = kNoCandidate;
+}
+
 // Any group size: the warp's biased scores q' [E] are in shared memory; lane l scores groups
 // l + 32 i by a scan in index order. s_kept: [E] bytes of scratch for the warp.
 template <int N>

@@ -91,13 +91,17 @@ struct RouteWarpSmem {
 };
 
 // DeepSeek-V3's group stage on the warp's keys (biased scores q' in smem.q).
+// keys: the keys [E] in shared memory (split mode), or null.
 template <int kPerLane, RoutingMethod kMethod>
 __device__ __forceinline__ void keep_top_groups(const RouteParams& p, uint32_t (&key)[kPerLane],
-                                                RouteWarpSmem<kPerLane, kMethod>& smem) {
+                                                RouteWarpSmem<kPerLane, kMethod>& smem,
+                                                const uint32_t* keys = nullptr) {
   // All groups kept: the group stage cannot change the candidates.
   if (p.topk_group >= p.n_group) return;
   const int group_size = p.num_experts / p.n_group;
-  if (group_size % 32 == 0) {
+  if (group_size % 32 == 0 && keys != nullptr) {
+    keep_top_groups_by_keys(key, keys, group_size, p.n_group, p.topk_group);
+  } else if (group_size % 32 == 0) {
     keep_top_groups_by_rows(key, p.num_experts, group_size, p.topk_group);
   } else {
     __syncwarp();
@@ -182,7 +186,7 @@ __device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
   float softmax_total = 0.0f;
   if constexpr (kSplit) {
     // route_expert_row wrote the payload and q'.
-    if constexpr (kMethod == RoutingMethod::kDeepSeekV3) keep_top_groups(p, key, smem);
+    if constexpr (kMethod == RoutingMethod::kDeepSeekV3) keep_top_groups(p, key, smem, keys);
   } else if constexpr (kMethod == RoutingMethod::kSoftmaxTopK) {
     const float m = key_value(warp_max_key(key));
 #pragma unroll
