@@ -434,6 +434,16 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2.top_k = d.top_k;
   l.gemm2.num_shared = d.num_shared;
   l.gemm2.column_counters = w.counters + w.unit_counters;
+  // The shared experts' W13 codes in L2 during the prefix (StaticGemmParams::shared_prefetch):
+  // on unless SERVEKIT_STATIC_SHARED_PREFETCH=0 (read at every launch).
+  if (d.num_shared > 0 && env_int("SERVEKIT_STATIC_SHARED_PREFETCH", 0, 1, 1) == 1) {
+    SERVEKIT_CHECK(g13.code_bytes % 16 == 0, "static moe: W13 code bytes ", g13.code_bytes,
+                   " are not a multiple of 16");
+    l.gemm1.shared_prefetch = 1;
+    l.gemm1.shared_first = d.num_groups - d.num_shared;
+    l.gemm1.shared_count = d.num_shared;
+    l.gemm1.shared_code_bytes = g13.code_bytes;
+  }
   // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs
   // instead of at every GEMM2 unit; below, the extra launch would cost more than it saves.
   constexpr int64_t kHQuantMinRows = 64;

@@ -254,6 +254,11 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   return policy;
 }
+// Asks L2 for `bytes` of global memory at src (16-byte aligned, a multiple of 16 bytes) at the
+// normal eviction priority: a hint, nothing waits for it and nothing lands in shared memory.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
 // Barrier of the CTA's first `threads` threads (named barrier 1; 0 is __syncthreads).
 template <int kThreads>
 __device__ __forceinline__ void named_sync() {

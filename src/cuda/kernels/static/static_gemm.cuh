@@ -310,6 +310,23 @@ __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParam
   return r;
 }
 
+// GEMM1, one thread per CTA, before the dependency wait (StaticGemmParams::shared_prefetch):
+// asks L2 for the CTA's equal slice of the shared experts' W13 codes, in pieces of at most 64 KB
+// within one expert (16-byte multiples).
+__device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p) {
+  constexpr int64_t kChunk = 64 * 1024;
+  const int64_t per = p.shared_code_bytes, total = per * p.shared_count;
+  const int64_t slice = (total / 16 + gridDim.x - 1) / gridDim.x * 16;
+  const int64_t end = min(total, (blockIdx.x + 1) * slice);
+  for (int64_t o = blockIdx.x * slice; o < end;) {
+    const int s = static_cast<int>(o / per);
+    const int64_t off = o - s * per, len = min(min(end - o, per - off), kChunk);
+    const uint8_t* base = p.experts[p.shared_first + s].w13;
+    if (base != nullptr) bulk_prefetch_l2(base + off, static_cast<uint32_t>(len));
+    o += len;
+  }
+}
+
 // The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
 // and partition table come from the planner; GEMM2 reads them before its own wait, since the
 // planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
@@ -319,6 +336,7 @@ template <bool kDown>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
   if constexpr (!kDown) {
+    if (p.shared_prefetch != 0 && threadIdx.x == 0) static_shared_prefetch(p);
     pdl_wait();
     pdl_trigger();
   }

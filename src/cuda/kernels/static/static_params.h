@@ -79,6 +79,16 @@ struct StaticGemmParams {
   int top_k = 0, num_shared = 0;
   int32_t* column_counters = nullptr;  // [ngroups], zero between launches
 
+  // The shared experts' W13 codes in L2 ahead of GEMM1 (docs/static_moe.md; 0: off, 1: on, the
+  // default when the layer has shared experts; SERVEKIT_STATIC_SHARED_PREFETCH=0 turns it off).
+  // A shared expert's weights do not depend on the routing, so GEMM1's CTAs ask L2 for them
+  // before their dependency wait, while HBM is idle during the route + plan prefix; each CTA an
+  // equal slice (static_shared_prefetch). Groups [shared_first, shared_first + shared_count),
+  // shared_code_bytes of W13 codes each (a multiple of 16; the weights are 256-byte aligned).
+  int shared_prefetch = 0;
+  int shared_first = 0, shared_count = 0;
+  int64_t shared_code_bytes = 0;
+
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
                                         // weighted partition), or null: the uniform partition
