@@ -434,9 +434,15 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2.top_k = d.top_k;
   l.gemm2.num_shared = d.num_shared;
   l.gemm2.column_counters = w.counters + w.unit_counters;
-  // The shared experts' W13 codes in L2 during the prefix (StaticGemmParams::shared_prefetch):
-  // on unless SERVEKIT_STATIC_SHARED_PREFETCH=0 (read at every launch).
-  if (d.num_shared > 0 && env_int("SERVEKIT_STATIC_SHARED_PREFETCH", 0, 1, 1) == 1) {
+  // The shared experts' W13 codes in L2 during the prefix (StaticGemmParams::shared_prefetch).
+  // By default only where it measured faster: the formats whose tasks come from the separate
+  // planner (fp8_block128), whose longer prefix leaves HBM idle longer (deepseek-v3 -2 to -7 us
+  // at 1 and 8 tokens); with the tasks in the route + plan launch, kimi-k2 int4 was ~1 us slower
+  // with it (docs/perf-notes.md, twentieth pass). SERVEKIT_STATIC_SHARED_PREFETCH=0|1 forces it
+  // off or on (read at every launch).
+  const int shared_prefetch_default = tasks_in_route(f) ? 0 : 1;
+  if (d.num_shared > 0 &&
+      env_int("SERVEKIT_STATIC_SHARED_PREFETCH", 0, 1, shared_prefetch_default) == 1) {
     SERVEKIT_CHECK(g13.code_bytes % 16 == 0, "static moe: W13 code bytes ", g13.code_bytes,
                    " are not a multiple of 16");
     l.gemm1.shared_prefetch = 1;

@@ -316,17 +316,20 @@ TEST_P(StaticMoECuda, MatchesHostOnDequantizedWeights) {
   // fp64 (moe_tolerance's reasons, per format).
   EXPECT_LE(rel, moe_tolerance(c.quant.method)) << "relative L2 " << rel;
 
-  // The shared experts' L2 prefetch (on by default when there are shared experts) is a hint:
-  // with it off (SERVEKIT_STATIC_SHARED_PREFETCH=0) the same bits, every element written.
+  // The shared experts' L2 prefetch (on by default for fp8_block128, off for the others) is a
+  // hint: forced off and forced on (SERVEKIT_STATIC_SHARED_PREFETCH=0, 1), the same bits as the
+  // default, every element written.
   if (c.shared > 0 && T <= 8) {
-    ASSERT_EQ(setenv("SERVEKIT_STATIC_SHARED_PREFETCH", "0", 1), 0);
-    CUDA_OK(cudaMemset(dout.ptr, 0xFF, ref.size() * 2));
-    launch_static_moe(d, a, nullptr);
-    unsetenv("SERVEKIT_STATIC_SHARED_PREFETCH");
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaMemcpy(again.data(), dout.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
-    EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 2), 0)
-        << "SERVEKIT_STATIC_SHARED_PREFETCH=0 changed bits";
+    for (const char* mode : {"0", "1"}) {
+      ASSERT_EQ(setenv("SERVEKIT_STATIC_SHARED_PREFETCH", mode, 1), 0);
+      CUDA_OK(cudaMemset(dout.ptr, 0xFF, ref.size() * 2));
+      launch_static_moe(d, a, nullptr);
+      unsetenv("SERVEKIT_STATIC_SHARED_PREFETCH");
+      CUDA_OK(cudaDeviceSynchronize());
+      CUDA_OK(cudaMemcpy(again.data(), dout.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
+      EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 2), 0)
+          << "SERVEKIT_STATIC_SHARED_PREFETCH=" << mode << " changed bits";
+    }
   }
 
   // The timing diagnostic (SERVEKIT_DIAG_STATIC_TIMES) on the bf16 fused cases: one more launch

@@ -79,8 +79,8 @@ struct StaticGemmParams {
   int top_k = 0, num_shared = 0;
   int32_t* column_counters = nullptr;  // [ngroups], zero between launches
 
-  // The shared experts' W13 codes in L2 ahead of GEMM1 (docs/static_moe.md; 0: off, 1: on, the
-  // default when the layer has shared experts; SERVEKIT_STATIC_SHARED_PREFETCH=0 turns it off).
+  // The shared experts' W13 codes in L2 ahead of GEMM1 (docs/static_moe.md; 0: off, 1: on; the
+  // launcher's default is on for fp8_block128 only, SERVEKIT_STATIC_SHARED_PREFETCH=0|1 forces).
   // A shared expert's weights do not depend on the routing, so GEMM1's CTAs ask L2 for them
   // before their dependency wait, while HBM is idle during the route + plan prefix; each CTA an
   // equal slice (static_shared_prefetch). Groups [shared_first, shared_first + shared_count),
