@@ -1,8 +1,9 @@
 #include "tune/moe_path.h"
 
-#include <cerrno>
-#include <cstdlib>
+#include <cstdint>
+#include <limits>
 
+#include "core/env.h"
 #include "servekit/error.h"
 
 namespace servekit::tune {
@@ -61,14 +62,9 @@ bool static_path_supports(const QuantConfig& q, int64_t hidden, int64_t intermed
 }
 
 int64_t moe_cutover_rows(const MoEPathDesc& d) {
-  if (const char* env = std::getenv(kCutoverEnv); env != nullptr && *env != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(env, &end, 10);
-    SERVEKIT_CHECK(errno == 0 && end != env && *end == '\0' && v >= 0, kCutoverEnv, "='", env,
-                   "' must be a non-negative integer number of routed rows");
+  // Unset or empty: the table; else a whole number of routed rows (core/env.h's parser).
+  if (const long long v = env_int(kCutoverEnv, 0, std::numeric_limits<int64_t>::max(), -1); v >= 0)
     return v;
-  }
   for (const MoECutover& c : moe_cutover_table())
     if (c.num_experts == d.num_experts && c.top_k == d.top_k && c.hidden == d.hidden &&
         c.intermediate == d.intermediate && c.quant == d.quant.method)

@@ -89,7 +89,7 @@ TEST(MoEPath, EnvironmentOverrides) {
     EXPECT_EQ(moe_cutover_rows(deepseek(1)), 100000);
     EXPECT_EQ(choose_moe_path(deepseek(8192)), MoEPath::kStatic);
   }
-  for (const char* bad : {"-1", "12x", "lots", "1e3"}) {
+  for (const char* bad : {"-1", "12x", "lots", "1e3", " 5", "99999999999999999999"}) {
     CutoverEnv env(bad);
     EXPECT_THROW(choose_moe_path(deepseek(1)), Error) << bad;
   }
