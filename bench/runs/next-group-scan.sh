@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran in session 20 (bench/runs/2026-12-02-s20-sp-scan.sh, results ab/2026-12-02-s20-scan-*) and
+# merged as 4cac627: on main the patch no longer applies. Kept as the record of the prepared call.
 # Prepared in session 19 (compile-checked for sm_90a: no new spills in the 8- and 12-lane
 # DeepSeek-V3 route + plan kernels; not GPU-run, so a patch: bench/runs/group-scan.patch).
 # DeepSeek-V3's group stage in split mode (keep_top_groups_by_keys, group_select.cuh): lane g

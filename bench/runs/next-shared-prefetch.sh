@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Ran in session 20 (bench/runs/2026-12-02-s20-sp-scan.sh, results ab/2026-12-02-s20-sp-*); mode 1
+# merged (32aaa57, default for fp8_block128 since adcd810), mode 2 (evict-last) dropped, so on
+# main SERVEKIT_STATIC_SHARED_PREFETCH=2 is refused. Kept as the record of the prepared call.
 # Prepared in session 19 (compile-checked for sm_90a, CPU suite passes; not GPU-run, so a patch:
 # bench/runs/shared-prefetch.patch; docs/perf-notes.md, nineteenth pass, Next).
 # The shared experts' W13 codes in L2 during the routing prefix. A shared expert's weights do
