@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 21 (ab/2026-12-02-s21-rp-*): mode 2 was level at 16 CTAs and 0.5-1 us slower
+# at 64 and 128 on kimi-k2; not merged (docs/perf-notes.md, twenty-first pass).
 # Prepared in session 20 (compile-checked for sm_90a, CPU suite passes; not GPU-run, so a patch:
 # bench/runs/route-prefetch.patch; docs/perf-notes.md, twentieth pass, Next 3).
 # The shared experts' W13 in L2 from the route + plan launch. Session 20 merged the prefetch from
