@@ -84,9 +84,11 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
       // tile (as fp8_block128 does).
       return {128, 256, 128, 1, 2, GemmSchedule::kCooperative};
     case GemmOperand::kFP8Block128:
-      // The blockwise mainloop keeps a second fp32 accumulator for the per-128-K promotion, so
-      // a warp group can hold 64x128 (2 x 64 registers), not 64x256; tile K must equal the
-      // 128 scale block. Cluster 1x2 as above.
+      // The blockwise mainloop keeps the wgmma results of a k-tile apart from the accumulator
+      // for the per-128-K promotion (two of them, so the promotion of one k-tile overlaps the
+      // next k-tile's wgmma: kernels/gemm/sm90_blockwise_overlap.cuh), so a warp group can
+      // hold 64x128 (3 x 64 registers), not 64x256; tile K must equal the 128 scale block.
+      // Cluster 1x2 as above.
       return {128, 128, 128, 1, 2, GemmSchedule::kCooperative};
   }
   return {};

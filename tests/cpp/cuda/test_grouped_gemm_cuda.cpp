@@ -266,6 +266,20 @@ TEST(GroupedGemmCuda, FP8PerTensor) {
 TEST(GroupedGemmCuda, FP8Block128) {
   run_case(GemmOperand::kFP8Block128, 2880, 2944);
 }
+// The 128-row fp8_block128 tile's mainloop alternates two wgmma fragments per k-tile
+// (sm90_blockwise_overlap.cuh): one k-tile (no steady state), two and four (even: the paired
+// loop only), three (odd: the paired loop and one more), 16 (deepseek-v3's K = 2048) and the 23
+// of K = 2944 above.
+TEST(GroupedGemmCuda, FP8Block128KTileCounts) {
+  for (int64_t k : {128, 256, 384, 512, 2048}) {
+    SCOPED_TRACE("k " + std::to_string(k));
+    run_case(GemmOperand::kFP8Block128, 2880, k, make_grouped_gemm_fp8_block128);
+  }
+}
+// CUTLASS's own blockwise mainloop, kept for A/B runs (SERVEKIT_DIAG_FP8_PROMOTION=serial).
+TEST(GroupedGemmCuda, FP8Block128SerialPromotion) {
+  run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_serial);
+}
 // The 64-row ping-pong fp8_block128 tile (64x128: the half scale block at N's end is a whole
 // partial tile here).
 TEST(GroupedGemmCuda, FP8Block128SmallM) {
@@ -286,6 +300,12 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
   EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8PerTensor, 5, 3712, 2880, 318}, 0), Error);
   setenv("SERVEKIT_GEMM_TILE", "auto", 1);
   EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
+  // The same for the A/B switch of fp8_block128's mainloop.
+  setenv("SERVEKIT_DIAG_FP8_PROMOTION", "serail", 1);
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0), Error);
+  setenv("SERVEKIT_DIAG_FP8_PROMOTION", "serial", 1);
+  EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
+  unsetenv("SERVEKIT_DIAG_FP8_PROMOTION");
   if (old) {
     setenv("SERVEKIT_GEMM_TILE", saved.c_str(), 1);
   } else {

@@ -20,6 +20,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
 #include "cuda/gemm_tile_config.h"
+#include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
 #include "cuda/kernels/pdl.cuh"
 
 namespace servekit::cuda::gemm {
@@ -81,8 +82,10 @@ struct PdlKernel : Base {
   }
 };
 
+// kSerialPromotion keeps CUTLASS's own fp8_block128 consumer mainloop (promotion after each
+// k-tile's wgmma completes) instead of OverlappedPromotionMainloop; only for A/B measurements.
 template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
-          GemmSchedule Sched>
+          GemmSchedule Sched, bool kSerialPromotion = false>
 struct Sm90GroupedGemm {
   // Preconditions of the sm90 collectives, checked here so a bad config fails with a message.
   static_assert(TileM % 64 == 0, "wgmma tiles M in multiples of 64");
@@ -133,10 +136,18 @@ struct Sm90GroupedGemm {
       cute::conditional_t<kBlockScaled, cute::tuple<LayoutA*, LayoutSFA*>, LayoutA*>;
   using MainloopLayoutB =
       cute::conditional_t<kBlockScaled, cute::tuple<LayoutB*, LayoutSFB*>, LayoutB*>;
-  using CollectiveMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+  using BuiltMainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, MainloopLayoutA, kAlignAB,
       ElementAB, MainloopLayoutB, kAlignAB, ElementAcc, TileShape, ClusterShape, StageCount,
       KernelSchedule>::CollectiveOp;
+  // The cooperative fp8_block128 tile overlaps each k-tile's promotion with the next k-tile's
+  // wgmma (sm90_blockwise_overlap.cuh); the ping-pong 64-row tile runs at decode sizes, where
+  // reading the weights bounds it, and keeps CUTLASS's mainloop.
+  static constexpr bool kOverlapPromotion =
+      kBlockScaled && Sched == GemmSchedule::kCooperative && !kSerialPromotion;
+  using CollectiveMainloop =
+      cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
+                          BuiltMainloop>;
 
   using GemmKernel = PdlKernel<
       cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
