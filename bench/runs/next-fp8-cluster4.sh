@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prepared in session 21 (compile-checked for sm_90a here; not GPU-run, so a patch:
+# bench/runs/fp8-cluster4.patch; docs/perf-notes.md, twenty-first pass, lever 1 and Next 1).
+# fp8_block128's 128-row grouped-GEMM tile with a 1x4 cluster (A multicast to four N-neighbours)
+# against the default 1x2, one binary (SERVEKIT_DIAG_FP8_CLUSTER=4|2). ncu put GEMM1 at 86% of L2
+# throughput at 8192 tokens; per CTA and k-tile the L2 serves 8 KB of A + 16 KB of B with 1x2
+# and 4 + 16 with 1x4 (-17%). Prediction: deepseek-v3 fp8_block128 dynamic at 8192 tokens 3-8%
+# faster if L2 bounds it and four-CTA clusters still fill the GPU (the runner asks
+# cudaOccupancyMaxActiveClusters; a GPC of 18 SMs holds four clusters of four and leaves two SMs
+# idle, which costs up to ~6%).
+# 1. Here: git apply bench/runs/fp8-cluster4.patch   (uncommitted: the device copies the tree)
+# 2. Device (carry [".deps"], ~5 min): SERVEKIT_COMMIT=<sha>+c4 bash bench/runs/next-fp8-cluster4.sh
+# 3. If the GEMM tests pass and 4 wins at 2048 and 8192: make 1x4 the compiled tile's cluster
+#    (compiled_tile_config, gemm_tile_config.h), drop the extra TU; else git checkout the files.
+# Output: OUT/fp8-cluster4.txt, OUT/fp8-cluster4.tgz.
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row
+BUDGET_S=${BUDGET_S:-400}
+work_dir fp8-cluster4
+W="$OUT/fp8-cluster4" && mkdir -p "$W"  # rows land under OUT even if the lease ends mid-call
+[[ -f src/cuda/grouped_gemm_fp8_block128_cluster4.cu ]] || { say "the patch is not applied"; exit 1; }
+build_dev "$W/build.log"
+say "build done"
+timeout 60 "$B/servekit_gpu_tests" --gtest_filter='GroupedGemmCuda.*' >"$W/tests.log" 2>&1
+say "GEMM tests rc=$? $(grep -E 'PASSED|FAILED' "$W/tests.log" | tr '\n' ' ')"
+DS="--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 2048,8192"
+for round in 1 2; do
+  for c in 2 4; do
+    # shellcheck disable=SC2086
+    bench_row "r$round-ds-c$c" SERVEKIT_DIAG_FP8_CLUSTER=$c -- $DS
+  done
+done
+say "done"
