@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 21 (ab/2026-12-02-s21-fp8ov-*); the overlap was merged and the serial switch
+# removed afterwards: to rerun, git apply bench/runs/fp8-serial-promotion.patch first.
 # Session 21 (issue 3): fp8_block128's 128-row grouped-GEMM tile with the per-128-K promotion
 # overlapped with the next k-tile's wgmma (src/cuda/kernels/gemm/sm90_blockwise_overlap.cuh)
 # against CUTLASS's own mainloop (SERVEKIT_DIAG_FP8_PROMOTION=serial), one binary, same lease.

@@ -5,7 +5,6 @@
 
 #include <cstdlib>
 #include <optional>
-#include <string_view>
 
 namespace servekit::cuda {
 
@@ -19,17 +18,6 @@ GemmTileChoice tile_choice_from_env() {
   const std::optional<GemmTileChoice> c = parse_gemm_tile_choice(v);
   SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v, "' must be auto, large or small");
   return *c;
-}
-
-// SERVEKIT_DIAG_FP8_PROMOTION=serial runs fp8_block128's 128-row tile on CUTLASS's own mainloop
-// instead of the overlapped promotion (A/B measurements); unset, empty or "overlap": the
-// default. Any other value is an error.
-bool fp8_serial_promotion_from_env() {
-  const char* v = std::getenv("SERVEKIT_DIAG_FP8_PROMOTION");
-  if (v == nullptr || *v == '\0' || std::string_view(v) == "overlap") return false;
-  SERVEKIT_CHECK(std::string_view(v) == "serial", "SERVEKIT_DIAG_FP8_PROMOTION='", v,
-                 "' must be overlap or serial");
-  return true;
 }
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
@@ -72,10 +60,7 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
-      return std::make_unique<TileChoosingGemm>(shape, device,
-                                                fp8_serial_promotion_from_env()
-                                                    ? make_grouped_gemm_fp8_block128_serial
-                                                    : make_grouped_gemm_fp8_block128,
+      return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
                                                 make_grouped_gemm_fp8_block128_small_m, choice);
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));

@@ -106,9 +106,5 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmSha
                                                             int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const GroupedGemmShape& shape,
                                                                     int device);
-// The 128-row fp8_block128 tile on CUTLASS's own mainloop (promotion after each k-tile's wgmma,
-// not overlapped with the next): for A/B runs under SERVEKIT_DIAG_FP8_PROMOTION=serial only.
-std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_serial(const GroupedGemmShape& shape,
-                                                                   int device);
 
 }  // namespace servekit::cuda

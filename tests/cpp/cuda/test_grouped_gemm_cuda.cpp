@@ -276,10 +276,6 @@ TEST(GroupedGemmCuda, FP8Block128KTileCounts) {
     run_case(GemmOperand::kFP8Block128, 2880, k, make_grouped_gemm_fp8_block128);
   }
 }
-// CUTLASS's own blockwise mainloop, kept for A/B runs (SERVEKIT_DIAG_FP8_PROMOTION=serial).
-TEST(GroupedGemmCuda, FP8Block128SerialPromotion) {
-  run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_serial);
-}
 // The 64-row ping-pong fp8_block128 tile (64x128: the half scale block at N's end is a whole
 // partial tile here).
 TEST(GroupedGemmCuda, FP8Block128SmallM) {
@@ -300,12 +296,6 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
   EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8PerTensor, 5, 3712, 2880, 318}, 0), Error);
   setenv("SERVEKIT_GEMM_TILE", "auto", 1);
   EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
-  // The same for the A/B switch of fp8_block128's mainloop.
-  setenv("SERVEKIT_DIAG_FP8_PROMOTION", "serail", 1);
-  EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0), Error);
-  setenv("SERVEKIT_DIAG_FP8_PROMOTION", "serial", 1);
-  EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
-  unsetenv("SERVEKIT_DIAG_FP8_PROMOTION");
   if (old) {
     setenv("SERVEKIT_GEMM_TILE", saved.c_str(), 1);
   } else {

@@ -258,13 +258,13 @@ std::unique_ptr<GroupedGemm> make_runner(const GroupedGemmShape& shape, int devi
 
 // The runner of format Op's compiled tile (kSmallM false) or its 64-row tile (true,
 // small_m_tile_config); each grouped_gemm_<format>[_small_m].cu instantiates one.
-// kSerialPromotion: see Sm90GroupedGemm (A/B runs only).
-template <GemmOperand Op, bool kSmallM, bool kSerialPromotion = false>
+template <GemmOperand Op, bool kSmallM>
 std::unique_ptr<GroupedGemm> make_tile_runner(const GroupedGemmShape& shape, int device) {
   constexpr GemmTileConfig t = kSmallM ? small_m_tile_config(Op) : compiled_tile_config(Op);
   static_assert(!kSmallM || has_small_m_tile(Op), "this format has no 64-row tile");
-  return make_runner<Sm90GroupedGemm<Op, t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n,
-                                     t.schedule, kSerialPromotion>>(shape, device);
+  return make_runner<
+      Sm90GroupedGemm<Op, t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n, t.schedule>>(
+      shape, device);
 }
 
 }  // namespace servekit::cuda::gemm

@@ -82,10 +82,8 @@ struct PdlKernel : Base {
   }
 };
 
-// kSerialPromotion keeps CUTLASS's own fp8_block128 consumer mainloop (promotion after each
-// k-tile's wgmma completes) instead of OverlappedPromotionMainloop; only for A/B measurements.
 template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
-          GemmSchedule Sched, bool kSerialPromotion = false>
+          GemmSchedule Sched>
 struct Sm90GroupedGemm {
   // Preconditions of the sm90 collectives, checked here so a bad config fails with a message.
   static_assert(TileM % 64 == 0, "wgmma tiles M in multiples of 64");
@@ -143,8 +141,7 @@ struct Sm90GroupedGemm {
   // The cooperative fp8_block128 tile overlaps each k-tile's promotion with the next k-tile's
   // wgmma (sm90_blockwise_overlap.cuh); the ping-pong 64-row tile runs at decode sizes, where
   // reading the weights bounds it, and keeps CUTLASS's mainloop.
-  static constexpr bool kOverlapPromotion =
-      kBlockScaled && Sched == GemmSchedule::kCooperative && !kSerialPromotion;
+  static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   using CollectiveMainloop =
       cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
                           BuiltMainloop>;
