@@ -9,13 +9,13 @@
 # cudaOccupancyMaxActiveClusters; a GPC of 18 SMs holds four clusters of four and leaves two SMs
 # idle, which costs up to ~6%).
 # 1. Here: git apply bench/runs/fp8-cluster4.patch   (uncommitted: the device copies the tree)
-# 2. Device (carry [".deps"], ~5 min): SERVEKIT_COMMIT=<sha>+c4 bash bench/runs/next-fp8-cluster4.sh
+# 2. Device (carry [".deps"], ~8 min): SERVEKIT_COMMIT=<sha>+c4 bash bench/runs/next-fp8-cluster4.sh
 # 3. If the GEMM tests pass and 4 wins at 2048 and 8192: make 1x4 the compiled tile's cluster
 #    (compiled_tile_config, gemm_tile_config.h), drop the extra TU; else git checkout the files.
-# Output: OUT/fp8-cluster4.txt, OUT/fp8-cluster4.tgz.
+# Output: OUT/fp8-cluster4.txt, OUT/fp8-cluster4.tgz (rows, logs, ncu-c2/, ncu-c4/).
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row
-BUDGET_S=${BUDGET_S:-400}
+BUDGET_S=${BUDGET_S:-480}
 work_dir fp8-cluster4
 W="$OUT/fp8-cluster4" && mkdir -p "$W"  # rows land under OUT even if the lease ends mid-call
 [[ -f src/cuda/grouped_gemm_fp8_block128_cluster4.cu ]] || { say "the patch is not applied"; exit 1; }
@@ -29,5 +29,17 @@ for round in 1 2; do
     # shellcheck disable=SC2086
     bench_row "r$round-ds-c$c" SERVEKIT_DIAG_FP8_CLUSTER=$c -- $DS
   done
+done
+# What each moves through L2 and DRAM, and the SM clock under the load (ncu, first forward's two
+# grouped GEMMs of the 8192-token row; clocks left alone).
+METRICS=gpu__time_duration.sum,lts__t_sectors.avg.pct_of_peak_sustained_elapsed
+METRICS+=,dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second,launch__grid_size
+for c in 2 4; do
+  (($(left) < 60)) && { say "ncu c$c skipped (budget)"; continue; }
+  SERVEKIT_DIAG_FP8_CLUSTER=$c OUT="$W/ncu-c$c" BUDGET_S=$(($(left) - 10)) BUILD_DIR=$B \
+    PROFILE_ROWS="--preset deepseek-v3 --quant fp8_block128 --tokens 8192 --path dynamic" \
+    NCU_ARGS="--page raw --kernel-name regex:device_kernel --launch-count 2 --metrics $METRICS" \
+    scripts/gpu-profile.sh >/dev/null 2>&1
+  say "ncu c$c rc=$?"
 done
 say "done"
