@@ -9,13 +9,13 @@
 # cudaOccupancyMaxActiveClusters; a GPC of 18 SMs holds four clusters of four and leaves two SMs
 # idle, which costs up to ~6%).
 # 1. Here: git apply bench/runs/fp8-cluster4.patch   (uncommitted: the device copies the tree)
-# 2. Device (carry [".deps"], ~8 min): SERVEKIT_COMMIT=<sha>+c4 bash bench/runs/next-fp8-cluster4.sh
+# 2. Device (carry [".deps"], ~9.5 min): SERVEKIT_COMMIT=<sha>+c4 bash bench/runs/next-fp8-cluster4.sh
 # 3. If the GEMM tests pass and 4 wins at 2048 and 8192: make 1x4 the compiled tile's cluster
 #    (compiled_tile_config, gemm_tile_config.h), drop the extra TU; else git checkout the files.
-# Output: OUT/fp8-cluster4.txt, OUT/fp8-cluster4.tgz (rows, logs, ncu-c2/, ncu-c4/).
+# Output: OUT/fp8-cluster4.txt, OUT/fp8-cluster4.tgz (rows, the stop rows, logs, ncu-c2/, ncu-c4/).
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row
-BUDGET_S=${BUDGET_S:-480}
+BUDGET_S=${BUDGET_S:-560}
 work_dir fp8-cluster4
 W="$OUT/fp8-cluster4" && mkdir -p "$W"  # rows land under OUT even if the lease ends mid-call
 [[ -f src/cuda/grouped_gemm_fp8_block128_cluster4.cu ]] || { say "the patch is not applied"; exit 1; }
@@ -29,6 +29,14 @@ for round in 1 2; do
     # shellcheck disable=SC2086
     bench_row "r$round-ds-c$c" SERVEKIT_DIAG_FP8_CLUSTER=$c -- $DS
   done
+done
+# Where the 8192-token layer's time goes, graph-timed (perf-notes, twenty-first pass: the GEMMs
+# took ~7.2 of its 9.35 ms under ncu): the forward cut after pass 1..5 (route + plan, gather,
+# GEMM1, activation, GEMM2; SERVEKIT_DIAG_DYNAMIC_STOP, output garbage by design, so these rows
+# fail their check), default cluster.
+for stop in 1 2 3 4 5; do
+  # shellcheck disable=SC2086
+  bench_row "stop$stop" SERVEKIT_DIAG_DYNAMIC_STOP=$stop -- ${DS/2048,8192/8192}
 done
 # What each moves through L2 and DRAM, and the SM clock under the load (ncu, first forward's two
 # grouped GEMMs of the 8192-token row; clocks left alone).
