@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RAN in session 22 (H200, one lease): the 1x4 cluster lost (8192 tokens 9648.1 / 9631.2 us against
+# 9528.8 / 9523.7 for 1x2; 120 CTAs instead of 132); results ab/2026-12-02-s22-c4-*, docs/perf-notes.md
+# twenty-second pass. The patch stays as the record.
 # Prepared in session 21 (compile-checked for sm_90a here; not GPU-run, so a patch:
 # bench/runs/fp8-cluster4.patch; docs/perf-notes.md, twenty-first pass, lever 1 and Next 1).
 # fp8_block128's 128-row grouped-GEMM tile with a 1x4 cluster (A multicast to four N-neighbours)

@@ -1,6 +1,8 @@
 // Host launchers of the gather + quantize of the MoE GEMM1 input, and the activation-format
 // table.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "cuda/kernels/quant/gather_rows.cuh"
 #include "cuda/launch_pdl.h"
@@ -41,40 +43,101 @@ int row_grid(int64_t rows, int64_t chunks) {
 
 }  // namespace quant
 
+namespace {
+
+// Diagnostic SERVEKIT_DIAG_GATHER=rows: the row-major gather_rows_kernel (loads and quantizes a
+// token once per permuted row) instead of the token-major scatter, for the same-lease A/B of
+// docs/perf-notes.md's twenty-second pass. Read once per process.
+bool diag_gather_rows() {
+  static const bool v = [] {
+    const char* e = std::getenv("SERVEKIT_DIAG_GATHER");
+    if (e == nullptr || *e == '\0' || std::strcmp(e, "tokens") == 0) return false;
+    SERVEKIT_CHECK(std::strcmp(e, "rows") == 0, "SERVEKIT_DIAG_GATHER='", e,
+                   "' must be rows or tokens");
+    return true;
+  }();
+  return v;
+}
+
+template <ActFormat F>
+void launch_scatter(const uint16_t* hidden, int64_t tokens, int64_t cols, int slots,
+                    const PlanBuffers& plan, const ActBuffers& out, cudaStream_t stream, bool pdl) {
+  const int64_t chunks = cols / quant::kChunk;
+  int tokens_per_step = 1, slices = 1;
+  if (chunks >= quant::kScatterStep) {
+    slices = static_cast<int>((chunks + quant::kScatterStep - 1) / quant::kScatterStep);
+  } else {
+    // Whole rows per step, at most 16 and at most 16 KB of slot table.
+    const int64_t by_table = (16 << 10) / (int64_t{slots} * sizeof(quant::SlotDest));
+    tokens_per_step = static_cast<int>(
+        std::max<int64_t>(1, std::min<int64_t>({quant::kScatterStep / chunks, 16, by_table})));
+  }
+  int device = 0, sms = 0;
+  SERVEKIT_CUDA_CHECK(cudaGetDevice(&device));
+  SERVEKIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  // Eight 256-thread CTAs fill an SM's 2048 threads; more would only queue.
+  const int64_t steps = (tokens + tokens_per_step - 1) / tokens_per_step;
+  const int64_t per_slice = std::max<int64_t>(1, int64_t{sms} * 8 / slices);
+  const dim3 grid(static_cast<unsigned>(std::min(steps, per_slice)), static_cast<unsigned>(slices));
+  const size_t smem = sizeof(quant::SlotDest) * static_cast<size_t>(tokens_per_step) * slots;
+  launch_pdl(quant::scatter_tokens_kernel<F>, grid, quant::kRowThreads, smem, pdl, stream, hidden,
+             static_cast<int>(tokens), cols, slots, tokens_per_step, plan, out);
+}
+
+template <ActFormat F>
+void launch_gather(const uint16_t* hidden, int64_t tokens, int64_t cols, int slots,
+                   const PlanBuffers& plan, const ActBuffers& out, cudaStream_t stream, bool pdl) {
+  if (diag_gather_rows()) {
+    const int grid = quant::row_grid(tokens * slots, cols / quant::kChunk);
+    launch_pdl(quant::gather_rows_kernel<F>, grid, quant::kRowThreads, 0, pdl, stream, hidden, cols,
+               plan, out);
+  } else {
+    launch_scatter<F>(hidden, tokens, cols, slots, plan, out, stream, pdl);
+  }
+}
+
+}  // namespace
+
 void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
-                            const PlanBuffers& plan, int64_t capacity, const ActBuffers& out,
+                            int slots, const PlanBuffers& plan, const ActBuffers& out,
                             cudaStream_t stream, bool pdl) {
   const int64_t block =
       f == ActFormat::kFP8Block128 || f == ActFormat::kFP8Block128AsBF16 ? 128 : 8;
   SERVEKIT_CHECK(cols > 0 && cols % block == 0, "gather: cols=", cols,
                  " must be a positive multiple of ", block);
-  const int grid = quant::row_grid(capacity, cols / quant::kChunk);
+  SERVEKIT_CHECK(tokens >= 0 && tokens <= INT32_MAX, "gather: tokens=", tokens,
+                 " must be in [0, 2^31)");
+  // The slot table of one token (slots SlotDest) must fit the default 48 KB of shared memory.
+  SERVEKIT_CHECK(slots >= 1 && slots <= 3072, "gather: slots (top_k + shared experts)=", slots,
+                 " must be in [1, 3072]");
+  SERVEKIT_CHECK(
+      plan.token_slot_row != nullptr && plan.row_group != nullptr && plan.group_offsets != nullptr,
+      "gather: plan.token_slot_row, row_group and group_offsets must be set");
+  if (tokens == 0) return;
   switch (f) {
     case ActFormat::kBF16:
-      launch_pdl(quant::gather_rows_kernel<ActFormat::kBF16>, grid, quant::kRowThreads, 0, pdl,
-                 stream, hidden, cols, plan, out);
+      launch_gather<ActFormat::kBF16>(hidden, tokens, cols, slots, plan, out, stream, pdl);
       break;
     case ActFormat::kFP8PerTensor: {
       SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.amax_bits, 0, sizeof(unsigned), stream));
       const int64_t n8 = tokens * cols / quant::kChunk;
-      const int amax_grid = static_cast<int>(std::max<int64_t>(
-          1, std::min<int64_t>((n8 + quant::kRowThreads - 1) / quant::kRowThreads, grid)));
+      const int amax_grid =
+          static_cast<int>(std::clamp<int64_t>((n8 + quant::kRowThreads - 1) / quant::kRowThreads,
+                                               1, quant::row_grid(tokens, cols / quant::kChunk)));
       quant::hidden_amax_kernel<<<amax_grid, quant::kRowThreads, 0, stream>>>(hidden, n8,
                                                                               out.amax_bits);
       SERVEKIT_CUDA_CHECK(cudaGetLastError());
       // The amax kernel follows a memset, not a kernel, so it runs without PDL; the gather
       // follows the amax kernel.
-      launch_pdl(quant::gather_rows_kernel<ActFormat::kFP8PerTensor>, grid, quant::kRowThreads, 0,
-                 pdl, stream, hidden, cols, plan, out);
+      launch_gather<ActFormat::kFP8PerTensor>(hidden, tokens, cols, slots, plan, out, stream, pdl);
       break;
     }
     case ActFormat::kFP8Block128:
-      launch_pdl(quant::gather_rows_kernel<ActFormat::kFP8Block128>, grid, quant::kRowThreads, 0,
-                 pdl, stream, hidden, cols, plan, out);
+      launch_gather<ActFormat::kFP8Block128>(hidden, tokens, cols, slots, plan, out, stream, pdl);
       break;
     case ActFormat::kFP8Block128AsBF16:
-      launch_pdl(quant::gather_rows_kernel<ActFormat::kFP8Block128AsBF16>, grid, quant::kRowThreads,
-                 0, pdl, stream, hidden, cols, plan, out);
+      launch_gather<ActFormat::kFP8Block128AsBF16>(hidden, tokens, cols, slots, plan, out, stream,
+                                                   pdl);
       break;
   }
   SERVEKIT_CUDA_CHECK(cudaGetLastError());

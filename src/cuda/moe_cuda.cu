@@ -437,8 +437,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   // launch while the previous one runs, and waits for it before
   // reading anything (kernels/pdl.cuh); every predecessor is a kernel (the fp8_per_tensor amax
   // passes, which follow a memset, launch without it).
-  cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_, plan_, rows_bound,
-                               a1, stream, pdl_);
+  cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_,
+                               top_k_ + num_shared_, plan_, a1, stream, pdl_);
   if (diag_stop_ == 2) return;
 
   cuda::GroupedGemmOperands g1;

@@ -35,14 +35,17 @@ struct ActBuffers {               // device
   unsigned* amax_bits = nullptr;  // kFP8PerTensor: [1] scratch (fp32 bits of the amax)
 };
 
-// out.rows[r] = quantize(hidden[plan.row_token[r]]) for r < plan.group_offsets[G].
-// hidden: [tokens, cols] bf16 (raw bits), contiguous. kFP8PerTensor takes its scale from the
+// out.rows[r] = quantize(hidden[t]) for every permuted row r = plan.token_slot_row[t, s] >= 0
+// (t < tokens, s < slots); no other row is written. hidden: [tokens, cols] bf16 (raw bits),
+// contiguous; slots = top_k + num_shared, the width of plan.token_slot_row. Each token's row is
+// read and quantized once and stored to all its rows. kFP8PerTensor takes its scale from the
 // amax over all tokens x cols (not only the routed ones), as quant.h specifies. cols % 8 == 0
-// (% 128 for the block formats). Throws servekit::Error on a launch failure.
+// (% 128 for the block formats), slots in [1, 3072]; plan.token_slot_row, row_group and
+// group_offsets set. Throws servekit::Error on bad arguments or a launch failure.
 // pdl: launch with programmatic dependent launch (kernels/pdl.cuh) where the previous operation
 // on the stream is a kernel; the kernels wait for it before reading anything.
 void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
-                            const PlanBuffers& plan, int64_t capacity, const ActBuffers& out,
+                            int slots, const PlanBuffers& plan, const ActBuffers& out,
                             cudaStream_t stream, bool pdl = false);
 
 // out.rows[r] = quantize(act(h[r] + bias[g(r)])) for r < plan.group_offsets[G], with

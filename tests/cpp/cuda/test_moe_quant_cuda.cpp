@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cpu/moe_reference.h"
@@ -16,6 +17,7 @@
 #include "cuda/moe_plan.h"
 #include "cuda/moe_quant.h"
 #include "gpu_test_util.h"
+#include "servekit/error.h"
 #include "servekit/formats.h"
 #include "servekit/quant.h"
 
@@ -25,9 +27,12 @@ namespace {
 using testing::DeviceArray;
 
 // A plan of 5 groups over `tokens` tokens: sizes {0, 40, 3, 61, 0} (104 rows), random tokens.
+// token_slot_row [tokens, slots] names each row once, at a random slot of its token, with -1 in
+// the other slots (as an EP-local plan has), and some tokens have no row at all.
 struct HostPlan {
-  std::vector<int32_t> offsets, row_token, row_group;
+  std::vector<int32_t> offsets, row_token, row_group, token_slot_row;
   int64_t rows = 0, capacity = 0;
+  int slots = 0;
 };
 
 HostPlan make_plan(int64_t tokens, uint64_t seed) {
@@ -43,6 +48,22 @@ HostPlan make_plan(int64_t tokens, uint64_t seed) {
     p.offsets.push_back(p.offsets.back() + sizes[g]);
   }
   p.rows = p.offsets.back();
+  std::vector<std::vector<int32_t>> rows_of(static_cast<size_t>(tokens));
+  for (int64_t r = 0; r < p.rows; ++r)
+    rows_of[static_cast<size_t>(p.row_token[static_cast<size_t>(r)])].push_back(
+        static_cast<int32_t>(r));
+  size_t most = 0;
+  for (const auto& v : rows_of) most = std::max(most, v.size());
+  p.slots = static_cast<int>(most) + 2;
+  p.token_slot_row.assign(static_cast<size_t>(tokens * p.slots), -1);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<int> order(static_cast<size_t>(p.slots));
+    for (int s = 0; s < p.slots; ++s) order[static_cast<size_t>(s)] = s;
+    std::shuffle(order.begin(), order.end(), rng);
+    const auto& v = rows_of[static_cast<size_t>(t)];
+    for (size_t i = 0; i < v.size(); ++i)
+      p.token_slot_row[static_cast<size_t>(t * p.slots + order[i])] = v[i];
+  }
   p.capacity = p.rows + 9;  // rows past the total must stay poisoned
   p.row_token.resize(static_cast<size_t>(p.capacity), 0);
   p.row_group.resize(static_cast<size_t>(p.capacity), 0);
@@ -51,13 +72,17 @@ HostPlan make_plan(int64_t tokens, uint64_t seed) {
 
 struct DevicePlan {
   explicit DevicePlan(const HostPlan& p)
-      : offsets(p.offsets), row_token(p.row_token), row_group(p.row_group) {
+      : offsets(p.offsets),
+        row_token(p.row_token),
+        row_group(p.row_group),
+        token_slot_row(p.token_slot_row) {
     plan.num_groups = static_cast<int>(p.offsets.size()) - 1;
     plan.group_offsets = offsets.get();
     plan.row_token = row_token.get();
     plan.row_group = row_group.get();
+    plan.token_slot_row = token_slot_row.get();
   }
-  DeviceArray<int32_t> offsets, row_token, row_group;
+  DeviceArray<int32_t> offsets, row_token, row_group, token_slot_row;
   PlanBuffers plan;
 };
 
@@ -74,75 +99,108 @@ std::vector<float> random_bf16_values(size_t n, float scale, uint64_t seed,
   return f;
 }
 
-// Gather + quantize against quant.h's quantizers, bit for bit. H = 2944 (23 scale blocks).
+// Gather + quantize against quant.h's quantizers, bit for bit, at three widths: H = 2944 (23
+// scale blocks; two tokens per CTA step), H = 128 (sixteen tokens per step) and H = 8320 (one
+// token's row over two column slices). 37 tokens, some with no row.
 TEST(MoEQuantCuda, GatherMatchesHostQuantizers) {
   SERVEKIT_REQUIRE_GPU();
-  const int64_t tokens = 37, h = 2944, kb = h / 128;
-  std::vector<uint16_t> hidden_bits;
-  const std::vector<float> hidden =
-      random_bf16_values(static_cast<size_t>(tokens * h), 1.0f, 11, hidden_bits);
-  const HostPlan hp = make_plan(tokens, 5);
-  DevicePlan dp(hp);
-  DeviceArray<uint16_t> d_hidden(hidden_bits);
+  for (const int64_t h : {2944, 128, 8320}) {
+    SCOPED_TRACE("H=" + std::to_string(h));
+    const int64_t tokens = 37, kb = h / 128;
+    std::vector<uint16_t> hidden_bits;
+    const std::vector<float> hidden = random_bf16_values(
+        static_cast<size_t>(tokens * h), 1.0f, 11 + static_cast<uint64_t>(h), hidden_bits);
+    const HostPlan hp = make_plan(tokens, 5);
+    DevicePlan dp(hp);
+    DeviceArray<uint16_t> d_hidden(hidden_bits);
 
-  std::vector<uint8_t> pt_codes(hidden.size()), blk_codes(hidden.size());
-  std::vector<float> blk_scales(static_cast<size_t>(tokens * kb));
-  const float pt_scale = quantize_act_fp8_per_tensor(hidden.data(), tokens, h, pt_codes.data());
-  quantize_act_fp8_block128(hidden.data(), tokens, h, blk_codes.data(), blk_scales.data());
+    std::vector<uint8_t> pt_codes(hidden.size()), blk_codes(hidden.size());
+    std::vector<float> blk_scales(static_cast<size_t>(tokens * kb));
+    const float pt_scale = quantize_act_fp8_per_tensor(hidden.data(), tokens, h, pt_codes.data());
+    quantize_act_fp8_block128(hidden.data(), tokens, h, blk_codes.data(), blk_scales.data());
 
-  for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8PerTensor, ActFormat::kFP8Block128,
-                      ActFormat::kFP8Block128AsBF16}) {
-    SCOPED_TRACE(static_cast<int>(f));
-    const size_t bytes = act_element_bytes(f);
-    DeviceArray<uint8_t> rows(static_cast<size_t>(hp.capacity * h) * bytes);
-    DeviceArray<float> scales(static_cast<size_t>(hp.capacity * kb)), tensor_scale(1);
-    DeviceArray<unsigned> amax(1);
-    rows.poison();
-    scales.poison();
-    const ActBuffers out{rows.get(), scales.get(), tensor_scale.get(), amax.get()};
-    launch_gather_quantize(f, d_hidden.get(), tokens, h, dp.plan, hp.capacity, out, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    const std::vector<uint8_t> got = rows.download();
-    const std::vector<float> got_scales = scales.download();
+    for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8PerTensor, ActFormat::kFP8Block128,
+                        ActFormat::kFP8Block128AsBF16}) {
+      SCOPED_TRACE(static_cast<int>(f));
+      const size_t bytes = act_element_bytes(f);
+      DeviceArray<uint8_t> rows(static_cast<size_t>(hp.capacity * h) * bytes);
+      DeviceArray<float> scales(static_cast<size_t>(hp.capacity * kb)), tensor_scale(1);
+      DeviceArray<unsigned> amax(1);
+      rows.poison();
+      scales.poison();
+      const ActBuffers out{rows.get(), scales.get(), tensor_scale.get(), amax.get()};
+      launch_gather_quantize(f, d_hidden.get(), tokens, h, hp.slots, dp.plan, out, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      const std::vector<uint8_t> got = rows.download();
+      const std::vector<float> got_scales = scales.download();
 
-    for (int64_t r = 0; r < hp.rows; ++r) {
-      const int64_t t = hp.row_token[static_cast<size_t>(r)];
-      const int g = hp.row_group[static_cast<size_t>(r)];
-      const int64_t begin = hp.offsets[g], m = hp.offsets[g + 1] - begin;
-      for (int64_t c = 0; c < h; ++c) {
-        const size_t src = static_cast<size_t>(t * h + c), dst = static_cast<size_t>(r * h + c);
-        uint16_t b16 = 0;
-        if (bytes == 2) std::memcpy(&b16, &got[2 * dst], 2);
-        switch (f) {
-          case ActFormat::kBF16:
-            ASSERT_EQ(b16, hidden_bits[src]) << "row " << r << " col " << c;
-            break;
-          case ActFormat::kFP8PerTensor:
-            ASSERT_EQ(got[dst], pt_codes[src]) << "row " << r << " col " << c;
-            break;
-          case ActFormat::kFP8Block128:
-            ASSERT_EQ(got[dst], blk_codes[src]) << "row " << r << " col " << c;
-            break;
-          case ActFormat::kFP8Block128AsBF16: {
-            const float deq = e4m3_to_float(blk_codes[src]) * blk_scales[t * kb + c / 128];
-            ASSERT_EQ(b16, float_to_bf16(deq)) << "row " << r << " col " << c;
-            break;
+      for (int64_t r = 0; r < hp.rows; ++r) {
+        const int64_t t = hp.row_token[static_cast<size_t>(r)];
+        const int g = hp.row_group[static_cast<size_t>(r)];
+        const int64_t begin = hp.offsets[g], m = hp.offsets[g + 1] - begin;
+        for (int64_t c = 0; c < h; ++c) {
+          const size_t src = static_cast<size_t>(t * h + c), dst = static_cast<size_t>(r * h + c);
+          uint16_t b16 = 0;
+          if (bytes == 2) std::memcpy(&b16, &got[2 * dst], 2);
+          switch (f) {
+            case ActFormat::kBF16:
+              ASSERT_EQ(b16, hidden_bits[src]) << "row " << r << " col " << c;
+              break;
+            case ActFormat::kFP8PerTensor:
+              ASSERT_EQ(got[dst], pt_codes[src]) << "row " << r << " col " << c;
+              break;
+            case ActFormat::kFP8Block128:
+              ASSERT_EQ(got[dst], blk_codes[src]) << "row " << r << " col " << c;
+              break;
+            case ActFormat::kFP8Block128AsBF16: {
+              const float deq = e4m3_to_float(blk_codes[src]) * blk_scales[t * kb + c / 128];
+              ASSERT_EQ(b16, float_to_bf16(deq)) << "row " << r << " col " << c;
+              break;
+            }
+          }
+        }
+        if (f == ActFormat::kFP8Block128) {
+          for (int64_t j = 0; j < kb; ++j) {
+            const float s =
+                got_scales[static_cast<size_t>(a_block_scale_index(begin, m, kb, r, j))];
+            ASSERT_EQ(s, blk_scales[static_cast<size_t>(t * kb + j)])
+                << "row " << r << " blk " << j;
           }
         }
       }
+      if (f == ActFormat::kFP8PerTensor) {
+        EXPECT_EQ(tensor_scale.download()[0], pt_scale);
+      }
+      for (size_t i = static_cast<size_t>(hp.rows * h) * bytes; i < got.size(); ++i)
+        ASSERT_EQ(got[i], 0xFF) << "byte " << i << " past the plan's rows was written";
       if (f == ActFormat::kFP8Block128) {
-        for (int64_t j = 0; j < kb; ++j) {
-          const float s = got_scales[static_cast<size_t>(a_block_scale_index(begin, m, kb, r, j))];
-          ASSERT_EQ(s, blk_scales[static_cast<size_t>(t * kb + j)]) << "row " << r << " blk " << j;
-        }
+        for (size_t i = static_cast<size_t>(hp.rows * kb); i < got_scales.size(); ++i)
+          ASSERT_TRUE(std::isnan(got_scales[i])) << "scale " << i << " past the plan's rows";
       }
     }
-    if (f == ActFormat::kFP8PerTensor) {
-      EXPECT_EQ(tensor_scale.download()[0], pt_scale);
-    }
-    for (size_t i = static_cast<size_t>(hp.rows * h) * bytes; i < got.size(); ++i)
-      ASSERT_EQ(got[i], 0xFF) << "byte " << i << " past the plan's rows was written";
   }
+}
+
+// Bad arguments of the gather give errors, not launches.
+TEST(MoEQuantCuda, GatherRejectsBadArguments) {
+  SERVEKIT_REQUIRE_GPU();
+  const HostPlan hp = make_plan(4, 3);
+  DevicePlan dp(hp);
+  DeviceArray<uint16_t> hidden(static_cast<size_t>(4 * 256));
+  DeviceArray<uint8_t> rows(static_cast<size_t>(hp.capacity * 256));
+  DeviceArray<float> scales(static_cast<size_t>(hp.capacity * 2));
+  const ActBuffers out{rows.get(), scales.get(), nullptr, nullptr};
+  EXPECT_THROW(launch_gather_quantize(ActFormat::kFP8Block128, hidden.get(), 4, 200, hp.slots,
+                                      dp.plan, out, nullptr),
+               Error);  // cols not a multiple of 128
+  EXPECT_THROW(
+      launch_gather_quantize(ActFormat::kBF16, hidden.get(), 4, 256, 0, dp.plan, out, nullptr),
+      Error);  // no slots
+  PlanBuffers no_slots = dp.plan;
+  no_slots.token_slot_row = nullptr;
+  EXPECT_THROW(launch_gather_quantize(ActFormat::kBF16, hidden.get(), 4, 256, hp.slots, no_slots,
+                                      out, nullptr),
+               Error);
 }
 
 // Activation + bias + quantize against an fp64 activation of the same bf16 inputs. I = 384.

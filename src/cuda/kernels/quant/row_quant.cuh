@@ -81,12 +81,17 @@ __device__ __forceinline__ Chunk load_bf16_chunk(const uint16_t* p) {
   return bf16_chunk_of(*reinterpret_cast<const uint4*>(p));
 }
 
-__device__ __forceinline__ void store_bf16_chunk(uint16_t* p, const Chunk& c) {
+// c rounded to bf16 (nearest even), packed in column order.
+__device__ __forceinline__ uint4 bf16_raw_of(const Chunk& c) {
   uint4 raw;
   auto* h = reinterpret_cast<__nv_bfloat162*>(&raw);
 #pragma unroll
   for (int i = 0; i < kChunk / 2; ++i) h[i] = __floats2bfloat162_rn(c.v[2 * i], c.v[2 * i + 1]);
-  *reinterpret_cast<uint4*>(p) = raw;
+  return raw;
+}
+
+__device__ __forceinline__ void store_bf16_chunk(uint16_t* p, const Chunk& c) {
+  *reinterpret_cast<uint4*>(p) = bf16_raw_of(c);
 }
 
 __device__ __forceinline__ void add_chunk(Chunk& c, const float* bias) {
@@ -145,11 +150,27 @@ __device__ __forceinline__ void warp_atomic_amax(unsigned* bits, float m) {
   if ((threadIdx.x & 31) == 0) atomic_amax(bits, m);
 }
 
-__device__ __forceinline__ void store_e4m3_chunk(uint8_t* p, const Chunk& c, float scale) {
+// The 8 e4m3 codes of c / scale, packed in column order.
+__device__ __forceinline__ uint2 e4m3_codes(const Chunk& c, float scale) {
   uint8_t q[kChunk];
 #pragma unroll
   for (int i = 0; i < kChunk; ++i) q[i] = to_e4m3(c.v[i] / scale);
-  *reinterpret_cast<uint2*>(p) = *reinterpret_cast<const uint2*>(q);
+  return *reinterpret_cast<const uint2*>(q);
+}
+
+// The same by one division and 8 multiplications (x * (1 / scale)): off by one code from
+// x / scale when the quotient falls within an fp32 ulp of a rounding midpoint.
+__device__ __forceinline__ uint2 e4m3_codes_rcp(const Chunk& c, float scale) {
+  const float inv = 1.0f / scale;
+  uint8_t q[kChunk];
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) q[i] = to_e4m3(c.v[i] * inv);
+  return *reinterpret_cast<const uint2*>(q);
+}
+
+__device__ __forceinline__ void store_e4m3_chunk(uint8_t* p, const Chunk& c, float scale,
+                                                 bool rcp = false) {
+  *reinterpret_cast<uint2*>(p) = rcp ? e4m3_codes_rcp(c, scale) : e4m3_codes(c, scale);
 }
 
 // Where the rows of permuted row r's group start, and how many there are.
@@ -168,17 +189,18 @@ __device__ __forceinline__ RowGroup row_group_of(const PlanBuffers& plan, int r)
 template <ActFormat F>
 __device__ __forceinline__ void store_row_chunk(const ActBuffers& out, const PlanBuffers& plan,
                                                 int r, int64_t cols, int c, bool valid,
-                                                const Chunk& x, float tensor_scale) {
+                                                const Chunk& x, float tensor_scale,
+                                                bool rcp = false) {
   const int64_t at = int64_t{r} * cols + int64_t{c} * kChunk;
   if constexpr (F == ActFormat::kBF16) {
     if (valid) store_bf16_chunk(static_cast<uint16_t*>(out.rows) + at, x);
   } else if constexpr (F == ActFormat::kFP8PerTensor) {
-    if (valid) store_e4m3_chunk(static_cast<uint8_t*>(out.rows) + at, x, tensor_scale);
+    if (valid) store_e4m3_chunk(static_cast<uint8_t*>(out.rows) + at, x, tensor_scale, rcp);
   } else {
     const float scale = fp8_scale_of(block128_amax(valid ? chunk_amax(x) : 0.0f));
     if (!valid) return;
     if constexpr (F == ActFormat::kFP8Block128) {
-      store_e4m3_chunk(static_cast<uint8_t*>(out.rows) + at, x, scale);
+      store_e4m3_chunk(static_cast<uint8_t*>(out.rows) + at, x, scale, rcp);
       if ((c & 15) == 0) {
         const RowGroup grp = row_group_of(plan, r);
         out.block_scales[a_block_scale_index(grp.begin, grp.rows, cols / 128, r, c / 16)] = scale;
