@@ -9,13 +9,6 @@ namespace servekit::cuda {
 
 namespace quant {
 
-// Diagnostic SERVEKIT_DIAG_ACT_RCP=1: the activation pass quantizes by one reciprocal per
-// chunk instead of a division per element (docs/perf-notes.md, twenty-second pass). Read once.
-static bool diag_act_rcp() {
-  static const bool v = env_int("SERVEKIT_DIAG_ACT_RCP", 0, 1, 0) == 1;
-  return v;
-}
-
 template <ActFormat F, Activation A>
 void launch_activation(const uint16_t* h, const float* bias, int64_t cols, const PlanBuffers& plan,
                        int64_t capacity, const ActBuffers& out, cudaStream_t stream, bool pdl) {
@@ -25,12 +18,11 @@ void launch_activation(const uint16_t* h, const float* bias, int64_t cols, const
     // a first pass computes it (recomputing the activation is cheaper than storing it).
     // The amax pass follows a memset, not a kernel, so it runs without PDL.
     SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.amax_bits, 0, sizeof(unsigned), stream));
-    activation_rows_kernel<F, A, true>
-        <<<grid, kRowThreads, 0, stream>>>(h, bias, cols, plan, out, false);
+    activation_rows_kernel<F, A, true><<<grid, kRowThreads, 0, stream>>>(h, bias, cols, plan, out);
     SERVEKIT_CUDA_CHECK(cudaGetLastError());
   }
   launch_pdl(activation_rows_kernel<F, A, false>, grid, kRowThreads, 0, pdl, stream, h, bias, cols,
-             plan, out, diag_act_rcp());
+             plan, out);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }
 

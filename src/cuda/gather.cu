@@ -1,8 +1,6 @@
 // Host launchers of the gather + quantize of the MoE GEMM1 input, and the activation-format
 // table.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/kernels/quant/gather_rows.cuh"
 #include "cuda/launch_pdl.h"
@@ -45,20 +43,6 @@ int row_grid(int64_t rows, int64_t chunks) {
 
 namespace {
 
-// Diagnostic SERVEKIT_DIAG_GATHER=rows: the row-major gather_rows_kernel (loads and quantizes a
-// token once per permuted row) instead of the token-major scatter, for the same-lease A/B of
-// docs/perf-notes.md's twenty-second pass. Read once per process.
-bool diag_gather_rows() {
-  static const bool v = [] {
-    const char* e = std::getenv("SERVEKIT_DIAG_GATHER");
-    if (e == nullptr || *e == '\0' || std::strcmp(e, "tokens") == 0) return false;
-    SERVEKIT_CHECK(std::strcmp(e, "rows") == 0, "SERVEKIT_DIAG_GATHER='", e,
-                   "' must be rows or tokens");
-    return true;
-  }();
-  return v;
-}
-
 template <ActFormat F>
 void launch_scatter(const uint16_t* hidden, int64_t tokens, int64_t cols, int slots,
                     const PlanBuffers& plan, const ActBuffers& out, cudaStream_t stream, bool pdl) {
@@ -84,18 +68,6 @@ void launch_scatter(const uint16_t* hidden, int64_t tokens, int64_t cols, int sl
              static_cast<int>(tokens), cols, slots, tokens_per_step, plan, out);
 }
 
-template <ActFormat F>
-void launch_gather(const uint16_t* hidden, int64_t tokens, int64_t cols, int slots,
-                   const PlanBuffers& plan, const ActBuffers& out, cudaStream_t stream, bool pdl) {
-  if (diag_gather_rows()) {
-    const int grid = quant::row_grid(tokens * slots, cols / quant::kChunk);
-    launch_pdl(quant::gather_rows_kernel<F>, grid, quant::kRowThreads, 0, pdl, stream, hidden, cols,
-               plan, out);
-  } else {
-    launch_scatter<F>(hidden, tokens, cols, slots, plan, out, stream, pdl);
-  }
-}
-
 }  // namespace
 
 void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens, int64_t cols,
@@ -116,7 +88,7 @@ void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens,
   if (tokens == 0) return;
   switch (f) {
     case ActFormat::kBF16:
-      launch_gather<ActFormat::kBF16>(hidden, tokens, cols, slots, plan, out, stream, pdl);
+      launch_scatter<ActFormat::kBF16>(hidden, tokens, cols, slots, plan, out, stream, pdl);
       break;
     case ActFormat::kFP8PerTensor: {
       SERVEKIT_CUDA_CHECK(cudaMemsetAsync(out.amax_bits, 0, sizeof(unsigned), stream));
@@ -129,15 +101,15 @@ void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens,
       SERVEKIT_CUDA_CHECK(cudaGetLastError());
       // The amax kernel follows a memset, not a kernel, so it runs without PDL; the gather
       // follows the amax kernel.
-      launch_gather<ActFormat::kFP8PerTensor>(hidden, tokens, cols, slots, plan, out, stream, pdl);
+      launch_scatter<ActFormat::kFP8PerTensor>(hidden, tokens, cols, slots, plan, out, stream, pdl);
       break;
     }
     case ActFormat::kFP8Block128:
-      launch_gather<ActFormat::kFP8Block128>(hidden, tokens, cols, slots, plan, out, stream, pdl);
+      launch_scatter<ActFormat::kFP8Block128>(hidden, tokens, cols, slots, plan, out, stream, pdl);
       break;
     case ActFormat::kFP8Block128AsBF16:
-      launch_gather<ActFormat::kFP8Block128AsBF16>(hidden, tokens, cols, slots, plan, out, stream,
-                                                   pdl);
+      launch_scatter<ActFormat::kFP8Block128AsBF16>(hidden, tokens, cols, slots, plan, out, stream,
+                                                    pdl);
       break;
   }
   SERVEKIT_CUDA_CHECK(cudaGetLastError());

@@ -11,11 +11,10 @@
 namespace servekit::cuda::quant {
 
 // kAmaxOnly: the first pass of kFP8PerTensor (amax of the activated rows, nothing stored).
-// rcp: quantize by x * (1 / scale) instead of x / scale (SERVEKIT_DIAG_ACT_RCP, an A/B).
 template <ActFormat F, Activation A, bool kAmaxOnly>
 __global__ void __launch_bounds__(kRowThreads)
     activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols, PlanBuffers plan,
-                           ActBuffers out, bool rcp) {
+                           ActBuffers out) {
   pdl_wait();  // h comes from GEMM1
   pdl_trigger();
   constexpr bool kGated = activation_is_gated(A);
@@ -59,7 +58,7 @@ __global__ void __launch_bounds__(kRowThreads)
       if constexpr (kAmaxOnly) {
         amax = max_nan(amax, chunk_amax(y));
       } else {
-        store_row_chunk<F>(out, plan, span.r[i], cols, span.c[i], valid, y, tensor_scale, rcp);
+        store_row_chunk<F>(out, plan, span.r[i], cols, span.c[i], valid, y, tensor_scale);
       }
     }
   }

@@ -1,10 +1,8 @@
-// Gather of hidden rows into the permuted GEMM1 input, fused with its quantization.
-//
-// scatter_tokens_kernel (the one moe_cuda.cu runs) walks the tokens: each token's row is loaded
-// and quantized once and stored into every permuted row that holds it (plan.token_slot_row),
-// K + S of them when every slot is local. gather_rows_kernel walks the permuted rows instead
-// (the (row, chunk) units of row_quant.cuh), so it loads and quantizes each token's row K + S
-// times; it is kept for the A/B under SERVEKIT_DIAG_GATHER=rows.
+// Gather of hidden rows into the permuted GEMM1 input, fused with its quantization, token-major:
+// each token's row is loaded and quantized once and stored into every permuted row that holds
+// it (plan.token_slot_row), K + S of them when every slot is local. (Walking the permuted rows
+// instead loads and quantizes a token's row K + S times: 2.3x slower at deepseek-v3's 8192
+// tokens, docs/perf-notes.md, twenty-second pass.)
 #pragma once
 
 #include "cuda/kernels/quant/row_quant.cuh"
@@ -22,47 +20,6 @@ __global__ void hidden_amax_kernel(const uint16_t* hidden, int64_t n8, unsigned*
     m = max_nan(m, chunk_amax(load_bf16_chunk(hidden + i * kChunk)));
   }
   warp_atomic_amax(amax_bits, m);
-}
-
-template <ActFormat F>
-__global__ void __launch_bounds__(kRowThreads)
-    gather_rows_kernel(const uint16_t* hidden, int64_t cols, PlanBuffers plan, ActBuffers out) {
-  pdl_wait();  // the plan (and hidden) come from the previous kernels
-  pdl_trigger();
-  const int chunks = static_cast<int>(cols / kChunk);
-  const int64_t units = int64_t{plan.group_offsets[plan.num_groups]} * chunks;
-  float tensor_scale = 1.0f;
-  if constexpr (F == ActFormat::kFP8PerTensor) {
-    tensor_scale = fp8_scale_of(__uint_as_float(*out.amax_bits));
-    if (blockIdx.x == 0 && threadIdx.x == 0) *out.tensor_scale = tensor_scale;
-  }
-  const WarpSteps steps = warp_steps();
-  for (int64_t base = steps.first; base < units; base += steps.stride) {
-    const UnitSpan span = unit_span(base, units, chunks);
-    int token[kUnroll];
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i) token[i] = span.r[i] >= 0 ? plan.row_token[span.r[i]] : 0;
-    uint4 raw[kUnroll];
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i) {
-      raw[i] = make_uint4(0, 0, 0, 0);
-      if (span.r[i] >= 0)
-        raw[i] = reinterpret_cast<const uint4*>(hidden + int64_t{token[i]} * cols)[span.c[i]];
-    }
-#pragma unroll
-    for (int i = 0; i < kUnroll; ++i) {
-      const bool valid = span.r[i] >= 0;
-      if constexpr (F == ActFormat::kBF16) {  // a plain 16-byte copy
-        if (valid) {
-          reinterpret_cast<uint4*>(static_cast<uint16_t*>(out.rows) +
-                                   int64_t{span.r[i]} * cols)[span.c[i]] = raw[i];
-        }
-      } else {
-        store_row_chunk<F>(out, plan, span.r[i], cols, span.c[i], valid, bf16_chunk_of(raw[i]),
-                           tensor_scale);
-      }
-    }
-  }
 }
 
 // Where one (token, slot) goes: its permuted row (-1: none) and, for kFP8Block128, the index of

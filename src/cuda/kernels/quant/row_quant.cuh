@@ -159,18 +159,16 @@ __device__ __forceinline__ uint2 e4m3_codes(const Chunk& c, float scale) {
 }
 
 // The same by one division and 8 multiplications (x * (1 / scale)): off by one code from
-// x / scale when the quotient falls within an fp32 ulp of a rounding midpoint.
+// x / scale where the quotient falls within an fp32 ulp of a rounding midpoint. The activation
+// pass quantizes this way (its fp32 activation is approximate already; the division per element
+// cost ~80 us of deepseek-v3's 8192-token layer, docs/perf-notes.md, twenty-second pass); the
+// gather divides, so its codes equal quant.h's bit for bit.
 __device__ __forceinline__ uint2 e4m3_codes_rcp(const Chunk& c, float scale) {
   const float inv = 1.0f / scale;
   uint8_t q[kChunk];
 #pragma unroll
   for (int i = 0; i < kChunk; ++i) q[i] = to_e4m3(c.v[i] * inv);
   return *reinterpret_cast<const uint2*>(q);
-}
-
-__device__ __forceinline__ void store_e4m3_chunk(uint8_t* p, const Chunk& c, float scale,
-                                                 bool rcp = false) {
-  *reinterpret_cast<uint2*>(p) = rcp ? e4m3_codes_rcp(c, scale) : e4m3_codes(c, scale);
 }
 
 // Where the rows of permuted row r's group start, and how many there are.
@@ -183,32 +181,36 @@ __device__ __forceinline__ RowGroup row_group_of(const PlanBuffers& plan, int r)
   return {begin, plan.group_offsets[g + 1] - begin};
 }
 
-// Stores chunk c (columns [8c, 8c+8)) of permuted row r in format F. Every lane of the warp must
-// call it (the block formats shuffle); `valid` masks lanes past the end of the row. For
-// kFP8PerTensor, `tensor_scale` is the final scale.
+// Stores chunk c (columns [8c, 8c+8)) of permuted row r in format F, the e4m3 formats
+// quantized by the reciprocal of the scale (e4m3_codes_rcp; the activation pass's store). Every
+// lane of the warp must call it (the block formats shuffle); `valid` masks lanes past the end
+// of the row. For kFP8PerTensor, `tensor_scale` is the final scale.
 template <ActFormat F>
 __device__ __forceinline__ void store_row_chunk(const ActBuffers& out, const PlanBuffers& plan,
                                                 int r, int64_t cols, int c, bool valid,
-                                                const Chunk& x, float tensor_scale,
-                                                bool rcp = false) {
+                                                const Chunk& x, float tensor_scale) {
   const int64_t at = int64_t{r} * cols + int64_t{c} * kChunk;
   if constexpr (F == ActFormat::kBF16) {
     if (valid) store_bf16_chunk(static_cast<uint16_t*>(out.rows) + at, x);
   } else if constexpr (F == ActFormat::kFP8PerTensor) {
-    if (valid) store_e4m3_chunk(static_cast<uint8_t*>(out.rows) + at, x, tensor_scale, rcp);
+    if (valid) {
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out.rows) + at) =
+          e4m3_codes_rcp(x, tensor_scale);
+    }
   } else {
     const float scale = fp8_scale_of(block128_amax(valid ? chunk_amax(x) : 0.0f));
     if (!valid) return;
     if constexpr (F == ActFormat::kFP8Block128) {
-      store_e4m3_chunk(static_cast<uint8_t*>(out.rows) + at, x, scale, rcp);
+      *reinterpret_cast<uint2*>(static_cast<uint8_t*>(out.rows) + at) = e4m3_codes_rcp(x, scale);
       if ((c & 15) == 0) {
         const RowGroup grp = row_group_of(plan, r);
         out.block_scales[a_block_scale_index(grp.begin, grp.rows, cols / 128, r, c / 16)] = scale;
       }
     } else {  // kFP8Block128AsBF16: e4m3 round trip, dequantized value rounded to bf16
+      const float inv = 1.0f / scale;
       Chunk y;
 #pragma unroll
-      for (int i = 0; i < kChunk; ++i) y.v[i] = from_e4m3(to_e4m3(x.v[i] / scale)) * scale;
+      for (int i = 0; i < kChunk; ++i) y.v[i] = from_e4m3(to_e4m3(x.v[i] * inv)) * scale;
       store_bf16_chunk(static_cast<uint16_t*>(out.rows) + at, y);
     }
   }
