@@ -1,0 +1,88 @@
+// Memory-bandwidth probe for docs/perf-notes.md (twenty-second pass): what the H200's HBM gives
+// to a read-only, a write-only, a 1:1 copy and a 1:4 read:write stream (the shape of the
+// dynamic path's token-major gather: one token row read, several rows written). 16-byte
+// accesses, grid-stride, 8 CTAs of 256 threads per SM; 1 GiB buffers (well past the 50 MB L2);
+// the best of 5 timed runs after a warm-up, by CUDA events. Build and run on the device:
+//   nvcc -O3 -arch=sm_90a -o membw bench/tools/membw.cu && ./membw
+#include <cstdio>
+#include <cstdlib>
+
+#include <cuda_runtime.h>
+
+#define CHECK(x)                                                                    \
+  do {                                                                              \
+    cudaError_t e = (x);                                                            \
+    if (e != cudaSuccess) {                                                         \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
+      std::exit(1);                                                                 \
+    }                                                                               \
+  } while (0)
+
+__global__ void read_kernel(const uint4* a, size_t n, uint4* sink) {
+  uint4 acc = make_uint4(0, 0, 0, 0);
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x) {
+    const uint4 v = a[i];
+    acc.x ^= v.x, acc.y ^= v.y, acc.z ^= v.z, acc.w ^= v.w;
+  }
+  if ((acc.x & acc.y & acc.z & acc.w) == 0xFFFFFFFFu) sink[0] = acc;  // never, but not dead
+}
+
+__global__ void write_kernel(uint4* b, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x)
+    b[i] = make_uint4(static_cast<unsigned>(i), 1, 2, 3);
+}
+
+// Reads n / fan elements of a and writes each to fan places of b (b has n elements).
+__global__ void fan_kernel(const uint4* a, uint4* b, size_t n, int fan) {
+  const size_t m = n / fan;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < m;
+       i += size_t{gridDim.x} * blockDim.x) {
+    const uint4 v = a[i];
+    for (int f = 0; f < fan; ++f) b[f * m + i] = v;
+  }
+}
+
+int main() {
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const size_t bytes = size_t{1} << 30, n = bytes / sizeof(uint4);
+  uint4 *a = nullptr, *b = nullptr;
+  CHECK(cudaMalloc(&a, bytes));
+  CHECK(cudaMalloc(&b, bytes));
+  CHECK(cudaMemset(a, 1, bytes));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  const int grid = sms * 8, block = 256;
+  auto best = [&](auto launch) {
+    launch();
+    float best_ms = 1e30f;
+    for (int r = 0; r < 5; ++r) {
+      CHECK(cudaEventRecord(e0));
+      launch();
+      CHECK(cudaEventRecord(e1));
+      CHECK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CHECK(cudaEventElapsedTime(&ms, e0, e1));
+      if (ms < best_ms) best_ms = ms;
+    }
+    CHECK(cudaGetLastError());
+    return best_ms;
+  };
+  const double gb = bytes / 1e9;
+  float ms = best([&] { read_kernel<<<grid, block>>>(a, n, b); });
+  std::printf("read   %.3f GB in %8.1f us: %.2f TB/s\n", gb, ms * 1e3, gb / ms);
+  ms = best([&] { write_kernel<<<grid, block>>>(b, n); });
+  std::printf("write  %.3f GB in %8.1f us: %.2f TB/s\n", gb, ms * 1e3, gb / ms);
+  ms = best([&] { CHECK(cudaMemsetAsync(b, 0, bytes)); });
+  std::printf("memset %.3f GB in %8.1f us: %.2f TB/s\n", gb, ms * 1e3, gb / ms);
+  for (int fan : {1, 4, 9}) {
+    ms = best([&] { fan_kernel<<<grid, block>>>(a, b, n, fan); });
+    const double moved = gb + gb / fan;  // written + read
+    std::printf("fan %d  %.3f GB written + %.3f read in %8.1f us: %.2f TB/s moved, %.2f written\n",
+                fan, gb, gb / fan, ms * 1e3, moved / ms, gb / ms);
+  }
+  return 0;
+}
