@@ -93,3 +93,6 @@ python3 bench/ncu_table.py "$OUT"/ncu-*.csv > "$OUT/ncu-table.txt" 2>&1 || true
 for f in "$OUT"/ncu-*.csv; do
   [[ -f $f ]] && (($(stat -c %s "$f") > 8 * 1024 * 1024)) && gzip -f "$f"
 done
+# Every stage above reports through its files; a last test that fails (no large CSV to gzip) is not
+# the script's failure.
+exit 0

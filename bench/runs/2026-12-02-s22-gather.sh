@@ -5,6 +5,7 @@
 # gather at ~681 us of deepseek-v3 fp8_block128's 9.5 ms at 8192 tokens (stop2 - stop1).
 # Prediction (docs/perf-notes.md, twenty-second pass): ~150-200 us, the layer 4-6% faster;
 # bf16 rows less (no quantization to save, only the re-reads).
+# RAN at 455019e (the tree with both switches; 05c22c9 removed them): results ab/2026-12-02-s22-gather-*.
 # Device (carry [".deps"], ~8 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-02-s22-gather.sh
 # Output: OUT/gather.txt, OUT/gather/ (rows, logs, tests.log, ncu-*/).
 set -uo pipefail

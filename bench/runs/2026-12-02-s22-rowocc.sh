@@ -8,6 +8,8 @@
 # 750 MB in 351.6 us, 34%), against the copy ceiling of 4.30 (BENCH.md).
 # Prediction: the write probe says whether ~1.8 TB/s of writes is near what HBM takes; occupancy
 # moves each kernel by < 15% (~0.5% of the 8192-token layer).
+# RAN at eb83f34 (one lease): the default budgets were best at 8192 tokens; the switch was removed
+# after (ab/2026-12-02-s22-rowocc-*, docs/perf-notes.md twenty-second pass).
 # Device (carry [".deps"], ~6 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-02-s22-rowocc.sh
 # Output: OUT/rowocc.txt, OUT/rowocc/ (rows, logs, membw.txt, ncu-*/).
 set -uo pipefail

@@ -21,19 +21,8 @@ void launch_activation(const uint16_t* h, const float* bias, int64_t cols, const
     activation_rows_kernel<F, A, true><<<grid, kRowThreads, 0, stream>>>(h, bias, cols, plan, out);
     SERVEKIT_CUDA_CHECK(cudaGetLastError());
   }
-  // SERVEKIT_DIAG_ROW_OCC (A/B, session 22): 1 = __launch_bounds__(256, 1) (ptxas may take up to
-  // 255 registers), 4 = at least 4 CTAs per SM (<= 64 registers), 0 or unset = no minimum.
-  static const int occ = static_cast<int>(env_int("SERVEKIT_DIAG_ROW_OCC", 0, 5, 0));
-  if (occ == 1) {
-    launch_pdl(activation_rows_kernel<F, A, false, 1>, grid, kRowThreads, 0, pdl, stream, h, bias,
-               cols, plan, out);
-  } else if (occ >= 4) {
-    launch_pdl(activation_rows_kernel<F, A, false, 4>, grid, kRowThreads, 0, pdl, stream, h, bias,
-               cols, plan, out);
-  } else {
-    launch_pdl(activation_rows_kernel<F, A, false>, grid, kRowThreads, 0, pdl, stream, h, bias,
-               cols, plan, out);
-  }
+  launch_pdl(activation_rows_kernel<F, A, false>, grid, kRowThreads, 0, pdl, stream, h, bias, cols,
+             plan, out);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -64,19 +64,8 @@ void launch_scatter(const uint16_t* hidden, int64_t tokens, int64_t cols, int sl
   const int64_t per_slice = std::max<int64_t>(1, int64_t{sms} * 8 / slices);
   const dim3 grid(static_cast<unsigned>(std::min(steps, per_slice)), static_cast<unsigned>(slices));
   const size_t smem = sizeof(quant::SlotDest) * static_cast<size_t>(tokens_per_step) * slots;
-  // SERVEKIT_DIAG_ROW_OCC (A/B, session 22): 1 = __launch_bounds__(256, 1) (no register cap
-  // below 255), 5 = at least 5 CTAs per SM (<= 48 registers), 0 or unset = no minimum.
-  static const int occ = static_cast<int>(env_int("SERVEKIT_DIAG_ROW_OCC", 0, 5, 0));
-  if (occ == 1) {
-    launch_pdl(quant::scatter_tokens_kernel<F, 1>, grid, quant::kRowThreads, smem, pdl, stream,
-               hidden, static_cast<int>(tokens), cols, slots, tokens_per_step, plan, out);
-  } else if (occ >= 4) {
-    launch_pdl(quant::scatter_tokens_kernel<F, 5>, grid, quant::kRowThreads, smem, pdl, stream,
-               hidden, static_cast<int>(tokens), cols, slots, tokens_per_step, plan, out);
-  } else {
-    launch_pdl(quant::scatter_tokens_kernel<F>, grid, quant::kRowThreads, smem, pdl, stream, hidden,
-               static_cast<int>(tokens), cols, slots, tokens_per_step, plan, out);
-  }
+  launch_pdl(quant::scatter_tokens_kernel<F>, grid, quant::kRowThreads, smem, pdl, stream, hidden,
+             static_cast<int>(tokens), cols, slots, tokens_per_step, plan, out);
 }
 
 }  // namespace

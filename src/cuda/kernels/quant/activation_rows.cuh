@@ -11,8 +11,8 @@
 namespace servekit::cuda::quant {
 
 // kAmaxOnly: the first pass of kFP8PerTensor (amax of the activated rows, nothing stored).
-template <ActFormat F, Activation A, bool kAmaxOnly, int kMinBlocks = 0>
-__global__ void __launch_bounds__(kRowThreads, kMinBlocks)
+template <ActFormat F, Activation A, bool kAmaxOnly>
+__global__ void __launch_bounds__(kRowThreads)
     activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols, PlanBuffers plan,
                            ActBuffers out) {
   pdl_wait();  // h comes from GEMM1

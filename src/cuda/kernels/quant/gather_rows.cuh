@@ -38,8 +38,8 @@ constexpr int kScatterStep = kRowThreads * kUnroll;
 // Dynamic shared memory: tokens_per_step * slots SlotDest. cols % 128 == 0 for the block
 // formats, so the 16 lanes of a 128-column block always share a token and are all in or all out
 // of range.
-template <ActFormat F, int kMinBlocks = 0>
-__global__ void __launch_bounds__(kRowThreads, kMinBlocks)
+template <ActFormat F>
+__global__ void __launch_bounds__(kRowThreads)
     scatter_tokens_kernel(const uint16_t* hidden, int tokens, int64_t cols, int slots,
                           int tokens_per_step, PlanBuffers plan, ActBuffers out) {
   extern __shared__ SlotDest dest[];
