@@ -17,7 +17,8 @@
 #    git checkout the files and keep the patch as the record.
 # Output: OUT/fp8-n256.txt, OUT/fp8-n256/ (rows, logs, tests.log, ncu-n128/, ncu-n256/).
 set -uo pipefail
-source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row,
+# profile_row
 BUDGET_S=${BUDGET_S:-480}
 work_dir fp8-n256
 W="$OUT/fp8-n256" && mkdir -p "$W"  # rows land under OUT even if the lease ends mid-call
@@ -39,11 +40,8 @@ METRICS=gpu__time_duration.sum,lts__t_sectors.avg.pct_of_peak_sustained_elapsed
 METRICS+=,dram__bytes_read.sum,dram__bytes_write.sum,sm__cycles_elapsed.avg.per_second
 METRICS+=,launch__grid_size,launch__registers_per_thread
 for t in n128 n256; do
-  (($(left) < 60)) && { say "ncu $t skipped (budget)"; continue; }
-  SERVEKIT_DIAG_FP8_TILE=$t OUT="$W/ncu-$t" BUDGET_S=$(($(left) - 10)) BUILD_DIR=$B \
-    PROFILE_ROWS="--preset deepseek-v3 --quant fp8_block128 --tokens 8192 --path dynamic" \
-    NCU_ARGS="--page raw --kernel-name regex:device_kernel --launch-count 2 --metrics $METRICS" \
-    scripts/gpu-profile.sh >/dev/null 2>&1
-  say "ncu $t rc=$?"
+  profile_row "$t" "--preset deepseek-v3 --quant fp8_block128 --tokens 8192 --path dynamic" \
+    "--page raw --kernel-name regex:device_kernel --launch-count 2 --metrics $METRICS" \
+    SERVEKIT_DIAG_FP8_TILE=$t
 done
 say "done"

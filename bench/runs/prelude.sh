@@ -43,3 +43,15 @@ work_dir() {
 }
 say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/$WORK_NAME.txt"; }
 left() { echo $((START + BUDGET_S - $(date +%s))); }
+# profile_row TAG ROWS NCU_ARGS [ENV...]: scripts/gpu-profile.sh (ncu, clocks left alone) on the
+# bench rows ROWS with NCU_ARGS and the given environment, into $W/ncu-TAG/, boxed to left() - 10
+# and skipped with a line when under 60 s are left. Needs W, left and say. Scripts of session 22
+# on.
+profile_row() {
+  local tag=$1 rows=$2 args=$3
+  shift 3
+  (($(left) < 60)) && { say "ncu $tag skipped (budget)"; return; }
+  env "$@" OUT="$W/ncu-$tag" BUDGET_S=$(($(left) - 10)) BUILD_DIR=$B PROFILE_ROWS="$rows" \
+    NCU_ARGS="$args" scripts/gpu-profile.sh >/dev/null 2>&1
+  say "ncu $tag rc=$?"
+}
