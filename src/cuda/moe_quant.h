@@ -1,6 +1,6 @@
 // Row kernels around the grouped GEMMs of the MoE dynamic path: the gather of hidden rows into
 // the permuted GEMM1 input and the activation between the GEMMs, each fused with the
-// quantization of its output into the GEMM input format. Both read the row count from the
+// quantization of its output into the GEMM input format. Both take where rows go from the
 // device plan (no host synchronisation, no allocation). Internal header.
 #pragma once
 

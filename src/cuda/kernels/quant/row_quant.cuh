@@ -1,7 +1,7 @@
 // Device helpers shared by the gather and activation kernels: 8-wide bf16 vectors, e4m3
-// conversion with quant.h's scale rules, and the per-format store of one 8-column chunk of a
-// permuted row. A chunk is 8 columns = 16 bytes of bf16; 16 lanes of a warp cover one 128-column
-// scale block, so the 1x128 amax is a 4-step shuffle.
+// conversion with quant.h's scale rules, the activation pass's walk over (row, chunk) units and
+// its per-format store of one 8-column chunk of a permuted row. A chunk is 8 columns = 16 bytes of
+// bf16; 16 lanes of a warp cover one 128-column scale block, so the 1x128 amax is a 4-step shuffle.
 #pragma once
 
 #include <cstdint>
