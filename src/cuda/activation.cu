@@ -8,7 +8,6 @@
 namespace servekit::cuda {
 
 namespace quant {
-
 template <ActFormat F, Activation A>
 void launch_activation(const uint16_t* h, const float* bias, int64_t cols, const PlanBuffers& plan,
                        int64_t capacity, const ActBuffers& out, cudaStream_t stream, bool pdl) {
