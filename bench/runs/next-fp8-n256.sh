@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 23 (f8abd86 + the patch; ab/2026-12-02-s23-n256-*): n256 won and became the
+# compiled fp8_block128 tile, so the patch no longer applies to main; it stays as the record.
 # Prepared in session 22 (compiled for sm_90a here: 168 registers, no spill, no C7517; not
 # GPU-run, so a patch: bench/runs/fp8-n256.patch; docs/perf-notes.md, twenty-second pass, Next 1).
 # fp8_block128's 128-row grouped-GEMM tile widened to 128x256 with the default 1x2 cluster,

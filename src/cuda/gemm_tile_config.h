@@ -80,16 +80,20 @@ constexpr GemmTileConfig compiled_tile_config(GemmOperand op) {
       // level) fp8 accumulation, as vLLM and TensorRT-LLM use for per-tensor W8A8: Hopper's fp8
       // MMA keeps ~14 accumulator bits, ~0.5% relative at K ~ 3000 and up to ~2% at K = 4096
       // worst case (DeepSeek-V3 report), below the e4m3 rounding noise of the operands. A
-      // promoting mainloop needs a second 128-register accumulator, which only fits a 128x128
-      // tile (as fp8_block128 does).
+      // promoting mainloop needs registers for a wgmma result besides the accumulator
+      // (fp8_block128 below).
       return {128, 256, 128, 1, 2, GemmSchedule::kCooperative};
     case GemmOperand::kFP8Block128:
-      // The blockwise mainloop keeps the wgmma results of a k-tile apart from the accumulator
-      // for the per-128-K promotion (two of them, so the promotion of one k-tile overlaps the
-      // next k-tile's wgmma: kernels/gemm/sm90_blockwise_overlap.cuh), so a warp group can
-      // hold 64x128 (3 x 64 registers), not 64x256; tile K must equal the 128 scale block.
-      // Cluster 1x2 as above.
-      return {128, 128, 128, 1, 2, GemmSchedule::kCooperative};
+      // 128x256x128 cooperative, cluster 1x2 as above; tile K must equal the 128 scale block.
+      // The blockwise mainloop keeps each k-tile's wgmma result apart from the accumulator for
+      // the per-128-K promotion; at 64x256 per warp group it promotes in two 128-column halves
+      // (kernels/gemm/sm90_blockwise_halves.cuh: 128 accumulators + one 64-register half per
+      // thread). Against the 128x128 tile (sm90_blockwise_overlap.cuh, promotion overlapped
+      // with the next k-tile's wgmma) the L2 serves 17% fewer bytes per MAC. Measured on the
+      // H200 (deepseek-v3 dynamic layer, us, ab/2026-12-02-s23-n256-*): 8192 tokens 8814.1 /
+      // 8876.7 vs 9259.1 / 9127.5 (ncu GEMM1 4432 vs 4888, GEMM2 2510 vs 2629); 2048 tokens
+      // 3849.7 / 3833.5 vs 3914.2 / 3841.4.
+      return {128, 256, 128, 1, 2, GemmSchedule::kCooperative};
   }
   return {};
 }

@@ -276,6 +276,16 @@ TEST(GroupedGemmCuda, FP8Block128KTileCounts) {
     run_case(GemmOperand::kFP8Block128, 2880, k, make_grouped_gemm_fp8_block128);
   }
 }
+// The 128x256 tile promotes in 128-column halves (sm90_blockwise_halves.cuh): N = 2880 ends in a
+// tile whose second half is wholly out of bounds and whose first half ends in a half scale
+// block; N = 4096 (deepseek-v3's GEMM1) has whole tiles only; K from one k-tile to 23.
+TEST(GroupedGemmCuda, FP8Block128TileEdges) {
+  for (int64_t n : {2880, 4096})
+    for (int64_t k : {128, 384, 2944}) {
+      SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k));
+      run_case(GemmOperand::kFP8Block128, n, k, make_grouped_gemm_fp8_block128);
+    }
+}
 // The 64-row ping-pong fp8_block128 tile (64x128: the half scale block at N's end is a whole
 // partial tile here).
 TEST(GroupedGemmCuda, FP8Block128SmallM) {

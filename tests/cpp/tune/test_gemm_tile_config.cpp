@@ -12,12 +12,16 @@ constexpr GemmOperand kOperands[] = {GemmOperand::kBF16, GemmOperand::kFP8PerTen
                                      GemmOperand::kFP8Block128};
 
 // fp32 accumulator registers per math thread: cooperative spreads a tile over 2 warp groups
-// (256 threads), ping-pong gives each warp group (128 threads) a whole tile; the blockwise
-// mainloop keeps a second accumulator for the scale promotion.
+// (256 threads), ping-pong gives each warp group (128 threads) a whole tile. The blockwise
+// mainloops also hold wgmma results for the scale promotion: CUTLASS's (ping-pong) one of the
+// tile's size, sm90_blockwise_overlap.cuh (cooperative 128x128) two, and
+// sm90_blockwise_halves.cuh (cooperative 128x256) one 128-column half.
 int accumulators_per_thread(GemmOperand op, const GemmTileConfig& t) {
   const int threads = t.schedule == GemmSchedule::kCooperative ? 256 : 128;
   const int per = t.tile_m * t.tile_n / threads;
-  return op == GemmOperand::kFP8Block128 ? 2 * per : per;
+  if (op != GemmOperand::kFP8Block128) return per;
+  if (t.schedule == GemmSchedule::kPingpong) return 2 * per;
+  return t.tile_n == 256 ? per + per / 2 : 3 * per;
 }
 
 TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
@@ -30,8 +34,9 @@ TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
         EXPECT_GE(t.tile_m, 128);
       }
       EXPECT_EQ(t.tile_k * gemm_operand_bytes(op) % 128, 0) << "whole 128-byte swizzle rows";
-      // 232 registers per math thread after setmaxnreg; more than 128 accumulators spill.
-      EXPECT_LE(accumulators_per_thread(op, t), 128);
+      // 232 registers per math thread after setmaxnreg: 128 accumulators leave room for
+      // addresses, and both blockwise mainloops compile at 192 without spills (ptxas -v).
+      EXPECT_LE(accumulators_per_thread(op, t), op == GemmOperand::kFP8Block128 ? 192 : 128);
       // At least 3 pipeline stages in 227 KB of shared memory, leaving 32 KB for the epilogue.
       const int stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * gemm_operand_bytes(op);
       EXPECT_GE((227 - 32) * 1024 / stage_bytes, 3);

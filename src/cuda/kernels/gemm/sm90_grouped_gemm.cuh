@@ -20,6 +20,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
 #include "cuda/gemm_tile_config.h"
+#include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
 #include "cuda/kernels/pdl.cuh"
 
@@ -138,13 +139,17 @@ struct Sm90GroupedGemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementAB, MainloopLayoutA, kAlignAB,
       ElementAB, MainloopLayoutB, kAlignAB, ElementAcc, TileShape, ClusterShape, StageCount,
       KernelSchedule>::CollectiveOp;
-  // The cooperative fp8_block128 tile overlaps each k-tile's promotion with the next k-tile's
-  // wgmma (sm90_blockwise_overlap.cuh); the ping-pong 64-row tile runs at decode sizes, where
-  // reading the weights bounds it, and keeps CUTLASS's mainloop.
+  // The cooperative fp8_block128 tiles replace CUTLASS's consumer mainloop: 128x256 (the
+  // compiled one) promotes in 128-column halves (sm90_blockwise_halves.cuh), 128x128 overlaps
+  // each k-tile's promotion with the next k-tile's wgmma (sm90_blockwise_overlap.cuh; kept for
+  // A/B runs of the tile width). The ping-pong 64-row tile runs at decode sizes, where reading
+  // the weights bounds it, and keeps CUTLASS's mainloop.
   static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
-  using CollectiveMainloop =
+  static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
+  using CollectiveMainloop = cute::conditional_t<
+      kHalvesPromotion, HalvesPromotionMainloop<BuiltMainloop>,
       cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
-                          BuiltMainloop>;
+                          BuiltMainloop>>;
 
   using GemmKernel = PdlKernel<
       cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
