@@ -109,9 +109,9 @@ int main() {
   CHECK(cudaFuncSetAttribute(tma_read_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kMaxStages * kBoxBytes + 1024));
   const cuuint32_t box2[2] = {64, 256}, box3[3] = {64, 256, 1}, one[3] = {1, 1, 1};
-  // Row pitches of the presets' bf16 weights: K = 2048 (qwen3-30b GEMM1), 4096 (mixtral
-  // GEMM1), 7168 (deepseek-v3 GEMM1 in fp8), 14336 (in bf16); the fp8 GEMMs' 128-byte k-steps see the same pitches at
-  // twice the K.
+  // Row pitches of the presets' weights, in bytes: 4096 (bf16 K = 2048, qwen3-30b GEMM1), 7168
+  // (fp8 K = 7168, deepseek-v3 GEMM1), 8192 (bf16 K = 4096, mixtral GEMM1), 14336 (bf16
+  // K = 7168). An fp8 B stage (256 x 128 e4m3) has the bf16 box's shape in bytes.
   for (size_t pitch : {4096, 7168, 8192, 14336}) {
     const int ksteps = static_cast<int>(pitch / 128);
     const int tiles = static_cast<int>(bytes / (256 * pitch));
