@@ -163,9 +163,12 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
               std::vector<int64_t> hints = {0}) {
   SERVEKIT_REQUIRE_GPU();
   const Tolerance tol = tolerance(op);
-  // The same five groups in two orders (318 rows), then all empty (nothing may be written).
+  // The same five groups in two orders (318 rows), then all empty (nothing may be written),
+  // then groups whose last 128-row tile holds 65 rows (the second warp group's first row only),
+  // exactly 128, exactly 64 (the fp8_block128 128x256 tile's second warp group idles: its rows
+  // are past the end) and 61.
   const std::vector<std::vector<int>> layouts = {
-      {17, 0, 300, 1, 0}, {0, 1, 300, 0, 17}, {0, 0, 0, 0, 0}};
+      {17, 0, 300, 1, 0}, {0, 1, 300, 0, 17}, {0, 0, 0, 0, 0}, {65, 128, 0, 64, 61}};
   const int groups = 5;
   const int64_t rows = 318;
   const Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
