@@ -41,6 +41,10 @@ namespace servekit::cuda::gemm {
 // one copy per translation unit, which is all a load needs).
 static __device__ const float kRowPastEndScale = -0.0f;
 static __device__ const float kZeroScale = 0.0f;  // the b_scale of a half past N
+// Session 23's A/B (SERVEKIT_DIAG_FP8_IDLE, set by grouped_gemm_fp8_block128.cu): 0 the scale
+// producer below and the idle warp group, 1 CUTLASS's scale producer and no idling, 2 the scale
+// producer below without idling. Removed after the run.
+static __device__ int kDiagIdleMode = 0;
 constexpr uint32_t kRowPastEndBits = 0x80000000u;
 
 template <class Base>
@@ -85,11 +89,11 @@ struct HalvesPromotionMainloop : Base {
       cute::tuple<TensorA, TensorB, TensorSFA, TensorSFB> const& inputs,
       BlockCoord const& blk_coord, KTileIterator k_tile_iter, int k_tile_count, int thread_idx,
       uint32_t rank_, TensorStorage& shared_tensors) {
-#if SERVEKIT_DIAG_FP8_NO_IDLE_SKIP  // A/B baseline of session 23 (removed after the run)
-    Base::load_auxiliary(params_, pipeline, smem_pipe_write, inputs, blk_coord, k_tile_iter,
-                         k_tile_count, thread_idx, rank_, shared_tensors);
-    return;
-#endif
+    if (kDiagIdleMode == 1) {  // A/B baseline of session 23 (removed after the run)
+      Base::load_auxiliary(params_, pipeline, smem_pipe_write, inputs, blk_coord, k_tile_iter,
+                           k_tile_count, thread_idx, rank_, shared_tensors);
+      return;
+    }
     using namespace cute;
     Tensor sSFA = make_tensor(make_smem_ptr(shared_tensors.smem_SFA.data()), SmemLayoutSFA{});
     Tensor sSFB = make_tensor(make_smem_ptr(shared_tensors.smem_SFB.data()), SmemLayoutSFB{});
@@ -129,6 +133,21 @@ struct HalvesPromotionMainloop : Base {
                                  cute::Shape<cute::_128, cute::Int<kHalfN>, cute::_128>,
                                  cute::GMMA::Major::K, cute::GMMA::Major::K>(),
       cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+
+  // A warp group with no rows in the tile: the first stage already waited for, each later one
+  // waited for and the previous released; the last stays held for the base's mma_tail.
+  CUTLASS_DEVICE static void idle_stages(MainloopPipeline& pipeline, PipelineState smem_pipe_read,
+                                         int k_tile_count) {
+    PipelineState smem_pipe_release = smem_pipe_read;
+    ++smem_pipe_read;
+    CUTLASS_PRAGMA_NO_UNROLL
+    for (--k_tile_count; k_tile_count > 0; --k_tile_count) {
+      pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+      ++smem_pipe_read;
+      pipeline.consumer_release(smem_pipe_release);
+      ++smem_pipe_release;
+    }
+  }
 
   template <class FrgTensorC>
   CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read,
@@ -176,24 +195,28 @@ struct HalvesPromotionMainloop : Base {
     clear(accum);
     if (k_tile_count <= 0) return;
 
-    // The stages' a_scales as stored (row, 0, stage), for the row-past-end mark.
-    Tensor sSFA_rows = make_tensor(make_smem_ptr(shared_tensors.smem_SFA.data()), sfa_layout);
-    const int first_row = warp_group * (kTileM / 2);
-    bool idle = false;  // every row of this warp group lies past the group's end
+    // Rows past the end are a suffix of the tile, so the warp group's first row decides, at the
+    // first stage; all 128 threads read the same word, so the whole group takes one branch.
+    const int mode = kDiagIdleMode;
+    pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
+    {
+      Tensor sSFA_rows = make_tensor(make_smem_ptr(shared_tensors.smem_SFA.data()), sfa_layout);
+      const int first_row = warp_group * (kTileM / 2);
+      if (mode == 0 &&
+          __float_as_uint(sSFA_rows(first_row, 0, smem_pipe_read.index())) == kRowPastEndBits) {
+        idle_stages(pipeline, smem_pipe_read, k_tile_count);
+        return;
+      }
+    }
     PipelineState smem_pipe_release = smem_pipe_read;
     bool holding = false;  // whether the previous k-tile's stage is still held
     CUTLASS_PRAGMA_NO_UNROLL
-    for (bool first = true; k_tile_count > 0; --k_tile_count, first = false) {
+    for (; k_tile_count > 0; --k_tile_count) {
+      // (The first stage's wait above completed: this one returns at once.)
       pipeline.consumer_wait(smem_pipe_read, pipeline.consumer_try_wait(smem_pipe_read));
       const int stage = smem_pipe_read.index();
-      // Rows past the end are a suffix of the tile, so the group's first row decides; all 128
-      // threads read the same word, so the whole warp group takes the same branch.
-      if (first) idle = __float_as_uint(sSFA_rows(first_row, 0, stage)) == kRowPastEndBits;
-#if SERVEKIT_DIAG_FP8_NO_IDLE_SKIP
-      idle = false;
-#endif
       CUTLASS_PRAGMA_UNROLL
-      for (int n = 0; n < 2 && !idle; ++n) {
+      for (int n = 0; n < 2; ++n) {
         warpgroup_fence_operand(part);
         warpgroup_arrive();
         half_mma.accumulate_ = GMMA::ScaleOut::Zero;
