@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 23 (3254f56): docs/perf-notes.md, twenty-third pass.
 # Session 23, the check of fp8_block128's 128x256 tile (sm90_blockwise_halves.cuh) as the
 # compiled tile, in one device call:
 #   1. scripts/gpu-check.sh with BENCH_SET=none: build, the whole GPU suite, CPU suite,

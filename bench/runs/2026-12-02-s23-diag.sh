@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 23 (3254f56): docs/perf-notes.md, twenty-third pass.
 # Session 23, diagnostics in one device call (nothing to merge):
 #   1. bench/tools/membw.cu with the weight-tile probe: does a 256-row x 128 B k-step (the
 #      grouped GEMM's TMA box on row-major weights) read slower from HBM than the same bytes

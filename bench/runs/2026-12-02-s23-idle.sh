@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 23; the change lost and was reverted (bench/runs/fp8-idle-wg.patch keeps it).
 # Session 23: fp8_block128's 128x256 tile skips the products of a warp group whose 64 rows all
 # lie past the group's end (sm90_blockwise_halves.cuh: the scale producer marks those rows'
 # a_scale -0, the warp group reads the mark on its first row). A/B in one lease against the same

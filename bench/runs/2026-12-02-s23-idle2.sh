@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 23; the change lost and was reverted (bench/runs/fp8-idle-wg.patch keeps it).
 # Session 23, second A/B of the idle warp group (the first, 2026-12-02-s23-idle.sh, measured the
 # change 13% slower at 8192 tokens and level at 1024, where nearly every routed tile idles one
 # warp group). Now one binary, SERVEKIT_DIAG_FP8_IDLE: 0 the new scale producer and the idle

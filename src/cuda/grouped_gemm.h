@@ -11,11 +11,7 @@
 //   fp8_per_tensor: alpha_g = a_scale[0] * b_scale[g] (device fp32)
 //   fp8_block128:   value = code * scale per block; activation scales grouped MN-major
 //                   (a_block_scale_index), weight scales [G, K/128, ceil(N/128)] (MN-major,
-//                   b_block_scale_index), fp32. An activation scale must not be -0.0f: the
-//                   128x256 tile marks the rows past a group's end with it and skips a warp
-//                   group's products when its first row carries the mark at the first k-tile
-//                   (kernels/gemm/sm90_blockwise_halves.cuh). The quantizers of this library
-//                   give > 0 or NaN (quant.h: scale 1 for an all-zero block).
+//                   b_block_scale_index), fp32
 // K and N must be multiples of gemm_k_multiple / gemm_n_multiple (gemm_tile_config.h); all
 // pointers 16-byte aligned.
 #pragma once
