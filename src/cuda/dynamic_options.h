@@ -5,6 +5,9 @@
 //                                   kernels (default 0: measured level to 1% slower in CUDA
 //                                   graphs, docs/perf-notes.md); results are identical either
 //                                   way.
+//   SERVEKIT_DYNAMIC_FUSED_ACT=0|1  GEMM1's activation in its epilogue where the run's tile has
+//                                   it (default 1; 0 runs the separate activation pass, for A/B
+//                                   runs); results are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.
@@ -17,6 +20,14 @@
 namespace servekit::cuda {
 
 constexpr int kDynamicStopPasses = 5;
+
+// The on/off switches above: "1" / "on", "0" / "off"; empty is `empty`.
+constexpr std::optional<bool> parse_dynamic_switch(std::string_view s, bool empty) {
+  if (s.empty()) return empty;
+  if (s == "1" || s == "on") return true;
+  if (s == "0" || s == "off") return false;
+  return std::nullopt;
+}
 
 constexpr std::optional<bool> parse_dynamic_pdl(std::string_view s) {
   if (s == "1" || s == "on") return true;

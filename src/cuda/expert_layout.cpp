@@ -72,4 +72,32 @@ GemmWeightHost to_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t co
   }
 }
 
+void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols) {
+  const int64_t rows = 2 * inter;
+  const size_t row_bytes = static_cast<size_t>(cols) * gemm_operand_bytes(op);
+  SERVEKIT_CHECK(inter > 0 && inter % 128 == 0 && cols > 0 &&
+                     w.codes.size() == static_cast<size_t>(rows) * row_bytes,
+                 "interleave_w13: need intermediate % 128 == 0 and a [2I, cols] matrix, got I=",
+                 inter, " cols=", cols, " with ", w.codes.size(), " bytes");
+  std::vector<uint8_t> codes(w.codes.size());
+  for (int64_t p = 0; p < rows; ++p) {
+    std::memcpy(&codes[static_cast<size_t>(p) * row_bytes],
+                &w.codes[static_cast<size_t>(interleaved_w13_row(p, inter)) * row_bytes],
+                row_bytes);
+  }
+  w.codes = std::move(codes);
+  if (op != GemmOperand::kFP8Block128) return;
+  // [K/128, R/128] MN-major: physical block nb holds logical block of row 128 * nb.
+  const int64_t n_blocks = rows / 128, k_blocks = cols / 128;
+  SERVEKIT_CHECK(w.block_scales.size() == static_cast<size_t>(n_blocks * k_blocks),
+                 "interleave_w13: ", w.block_scales.size(), " block scales, expected ",
+                 n_blocks * k_blocks);
+  std::vector<float> scales(w.block_scales.size());
+  for (int64_t kb = 0; kb < k_blocks; ++kb)
+    for (int64_t nb = 0; nb < n_blocks; ++nb)
+      scales[static_cast<size_t>(kb * n_blocks + nb)] = w.block_scales[static_cast<size_t>(
+          kb * n_blocks + interleaved_w13_row(nb * 128, inter) / 128)];
+  w.block_scales = std::move(scales);
+}
+
 }  // namespace servekit::cuda

@@ -157,6 +157,24 @@ constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
   return choice == GemmTileChoice::kSmall || rows_per_group <= small_m_tile_max_rows(op);
 }
 
+// Whether a tile can run GEMM1's gated activation in its epilogue
+// (kernels/gemm/sm90_act_epilogue.cuh): the 128x256 cooperative tile of bf16 and fp8_block128,
+// whose output tile n is gate columns [128n, 128n + 128) next to the same up columns when W13 is
+// interleaved in 128-row blocks (interleaved_w13_row). fp8_per_tensor quantizes the intermediate
+// by one scale over the whole tensor, which needs every row's activation first: never fused.
+constexpr bool gemm_tile_fuses_activation(GemmOperand op, const GemmTileConfig& t) {
+  return op != GemmOperand::kFP8PerTensor && t.tile_m == 128 && t.tile_n == 256 &&
+         t.schedule == GemmSchedule::kCooperative;
+}
+
+// W13 interleaved for the fused activation: physical row p of an expert's [2I, H] gate/up
+// matrix holds logical row interleaved_w13_row(p, I), 128-row blocks of gate and up in turn
+// (gate rows [0, I), up rows [I, 2I)). inter % 128 == 0.
+constexpr int64_t interleaved_w13_row(int64_t p, int64_t inter) {
+  const int64_t block = p / 256, within = p % 256;
+  return within < 128 ? block * 128 + within : inter + block * 128 + (within - 128);
+}
+
 // Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte
 // aligned rows, so K (row length of A and B) and N (row length of D, bf16) must be multiples of
 // these; fp8_block128 needs K to be a whole number of 128-scale blocks.

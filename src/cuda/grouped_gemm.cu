@@ -35,6 +35,9 @@ class TileChoosingGemm final : public GroupedGemm {
   }
   const GroupedGemmShape& shape() const override { return large_->shape(); }
   GemmConfig config(int64_t rows_hint) const override { return pick(rows_hint).config(); }
+  bool fuses_activation(int64_t rows_hint) const override {
+    return pick(rows_hint).fuses_activation();
+  }
 
  private:
   const GroupedGemm& pick(int64_t rows_hint) const {

@@ -22,6 +22,8 @@
 #include <cuda_runtime.h>
 
 #include "cuda/gemm_tile_config.h"
+#include "cuda/moe_quant.h"
+#include "servekit/moe.h"
 
 #if defined(__CUDACC__)
 #define SERVEKIT_HOST_DEVICE __host__ __device__
@@ -31,11 +33,25 @@
 
 namespace servekit::cuda {
 
+// GEMM1's activation fused into the epilogue (MoE layer): with it, a run may write
+//   out[r, c] = quantize(act(bf16(D[r, gate c]) + bias[g, c], bf16(D[r, up c]) + bias[g, I + c]))
+// for c < I = N / 2 instead of D, bit for bit what storing D and launch_activation_quantize
+// would give. B must be interleaved in 128-row blocks (interleaved_w13_row). Only the
+// instantiations with gemm_tile_fuses_activation do it (fuses_activation below).
+struct GemmActFusion {
+  bool enabled = false;
+  Activation activation = Activation::kSwiGLU;  // gated
+  ActFormat format = ActFormat::kBF16;          // kBF16, kFP8Block128 or kFP8Block128AsBF16
+};
+
 struct GroupedGemmShape {
   GemmOperand operand = GemmOperand::kBF16;
   int num_groups = 0;  // G
   int64_t n = 0, k = 0;
   int64_t capacity_rows = 0;  // largest off[G] the caller will pass (sizes nothing; tuning hint)
+  // Requires a gated activation, n % 256 == 0, a format that matches the operand (kFP8Block128
+  // with fp8_block128, the bf16 formats with bf16); create() throws otherwise.
+  GemmActFusion act{};
 };
 
 struct GroupedGemmOperands {               // all device pointers
@@ -51,6 +67,13 @@ struct GroupedGemmOperands {               // all device pointers
   // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. bf16 runs with
   // at most kSmallMTileMaxRows rows per group use the 64-row tile (gemm_tile_config.h).
   int64_t rows_hint = 0;
+  // Fused activation (shape.act enabled and fuses_activation(rows_hint)): act_out non-null
+  // runs it, writing act_out [rows, N/2] (bf16, or e4m3 for kFP8Block128) and, for
+  // kFP8Block128, act_out_scale [rows * N/256] (a_block_scale_index with K/128 = N/256) instead
+  // of D (d may be null). act_bias: [G, N] fp32 in logical order (gate then up), or null.
+  void* act_out = nullptr;
+  float* act_out_scale = nullptr;
+  const float* act_bias = nullptr;
   // Launch with programmatic dependent launch (kernels/pdl.cuh): the setup and GEMM kernels may
   // start while the previous kernel on the stream runs, and wait for it before reading. Only
   // when the previous operation on the stream is a kernel. Never changes results.
@@ -88,6 +111,9 @@ class GroupedGemm {
   virtual const GroupedGemmShape& shape() const = 0;
   // The configuration a run with this rows_hint uses (0: capacity_rows).
   virtual GemmConfig config(int64_t rows_hint = 0) const = 0;
+  // Whether a run with this rows_hint can take act_out (shape.act enabled and the tile it
+  // picks has the fused epilogue); a run with act_out where this is false throws.
+  virtual bool fuses_activation(int64_t rows_hint = 0) const = 0;
 };
 
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).

@@ -79,6 +79,13 @@ bool dynamic_pdl_from_env() {
   SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_PDL='", v, "' must be 1 or 0");
   return *on;
 }
+bool dynamic_fused_act_from_env() {
+  const char* v = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
+  if (v == nullptr) return true;
+  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
+  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_FUSED_ACT='", v, "' must be 1 or 0");
+  return *on;
+}
 int dynamic_stop_from_env() {
   const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
   if (v == nullptr) return 0;
@@ -108,7 +115,7 @@ class CudaMoEBackend final : public MoEBackend {
   void load_static(int index, const PreparedExpert& e);
   void upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
                      const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
-                     const DeviceBuffer& block_scales);
+                     const DeviceBuffer& block_scales, bool interleave_w13 = false);
   static void upload_bias(const std::vector<float>& bias, int index, int64_t n,
                           const DeviceBuffer& dst, std::atomic<bool>& any);
 
@@ -137,7 +144,13 @@ class CudaMoEBackend final : public MoEBackend {
   DeviceBuffer scalars_;                // act scales [2] f32, then amax scratch [2]
   cuda::PlanBuffers plan_;
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
-  bool pdl_ = false;   // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
+  bool pdl_ = false;  // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
+  // W13 in the fused activation's interleaved layout (gated activation, I % 128 == 0, bf16 or
+  // fp8_block128 operands, not fp8_per_tensor's tensor-wide scale): GEMM1 runs the activation in
+  // its epilogue on the runs whose tile has it, the others run the activation pass on the
+  // interleaved output. fused_act_: SERVEKIT_DYNAMIC_FUSED_ACT (default on).
+  bool w13_interleaved_ = false;
+  bool fused_act_ = true;
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
@@ -157,6 +170,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                  " is not a CUDA device");
   device_ = cfg.exec.device.index;
   pdl_ = dynamic_pdl_from_env();
+  fused_act_ = dynamic_fused_act_from_env();
   diag_stop_ = dynamic_stop_from_env();
   hidden_ = cfg.experts.hidden_size;
   inter_ = cfg.experts.intermediate_size;
@@ -197,6 +211,11 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                  " on the CUDA dynamic path");
   SERVEKIT_CHECK(capacity_ < (int64_t{1} << 31), "moe cuda: max_num_tokens=", max_tokens_,
                  " x (top_k + shared) exceeds 2^31 permuted rows");
+
+  w13_interleaved_ = dynamic_ok_ && activation_is_gated(cfg.activation) &&
+                     w13_rows_ == 2 * inter_ && inter_ % 128 == 0 &&
+                     act_ != ActFormat::kFP8PerTensor &&
+                     (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
 
   DeviceScope scope(device_);
   const size_t g = static_cast<size_t>(num_groups_);
@@ -276,8 +295,9 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   }
 
   if (dynamic_ok_) {
-    gemm1_ =
-        cuda::GroupedGemm::create({operand_, num_groups_, w13_rows_, hidden_, capacity_}, device_);
+    cuda::GroupedGemmShape s1{operand_, num_groups_, w13_rows_, hidden_, capacity_};
+    s1.act = {w13_interleaved_, cfg.activation, act_};
+    gemm1_ = cuda::GroupedGemm::create(s1, device_);
     gemm2_ =
         cuda::GroupedGemm::create({operand_, num_groups_, hidden_, inter_, capacity_}, device_);
   }
@@ -293,10 +313,11 @@ size_t CudaMoEBackend::device_weight_bytes() const {
 
 void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
                                    const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
-                                   const DeviceBuffer& block_scales) {
+                                   const DeviceBuffer& block_scales, bool interleave_w13) {
   SERVEKIT_CHECK(m.method == cfg_.quant.method, "moe cuda: expert ", index, " is prepared as ",
                  quant_name(m.method), ", the layer runs ", quant_name(cfg_.quant.method));
-  const cuda::GemmWeightHost w = cuda::to_gemm_layout(m, rows, cols);
+  cuda::GemmWeightHost w = cuda::to_gemm_layout(m, rows, cols);
+  if (interleave_w13) cuda::interleave_w13(w, operand_, inter_, cols);
   const size_t bytes = static_cast<size_t>(rows * cols) * cuda::gemm_operand_bytes(operand_);
   SERVEKIT_CHECK(w.codes.size() == bytes, "moe cuda: converted expert ", index, " has ",
                  w.codes.size(), " bytes, expected ", bytes);
@@ -334,7 +355,8 @@ void CudaMoEBackend::load_expert(int index, std::shared_ptr<const PreparedExpert
   SERVEKIT_CHECK(expert != nullptr, "moe cuda: expert ", index, " is null");
   DeviceScope scope(device_);
   if (dynamic_ok_) {
-    upload_matrix(expert->w13, index, w13_rows_, hidden_, w13_, w13_scale_, w13_sfb_);
+    upload_matrix(expert->w13, index, w13_rows_, hidden_, w13_, w13_scale_, w13_sfb_,
+                  w13_interleaved_);
     upload_matrix(expert->w2, index, hidden_, inter_, w2_, w2_scale_, w2_sfb_);
   }
   upload_bias(expert->w13_bias, index, w13_rows_, b13_, has_b13_);
@@ -450,15 +472,26 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.b_scale = w13_scale_.get<float>();
   g1.a_block_scale = sfa1_.get<float>();
   g1.b_block_scale = w13_sfb_.get<float>();
-  g1.rows_hint = rows_bound;  // picks the bf16 tile: 64 rows for short expert groups
+  g1.rows_hint = rows_bound;  // picks the tile: 64 rows for short expert groups
   g1.pdl = pdl_;
+  const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
+  // The activation in GEMM1's epilogue where this run's tile has it (then GEMM1 writes A2
+  // directly, and stop 3 includes the activation).
+  const bool fused = w13_interleaved_ && fused_act_ && gemm1_->fuses_activation(rows_bound);
+  if (fused) {
+    g1.d = nullptr;
+    g1.act_out = a2_.get();
+    g1.act_out_scale = sfa2_.get<float>();
+    g1.act_bias = b13;
+  }
   gemm1_->run(g1, stream);
   if (diag_stop_ == 3) return;
 
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
-  cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(),
-                                   has_b13_.load() ? b13_.get<float>() : nullptr, inter_, plan_,
-                                   rows_bound, a2, stream, pdl_);
+  if (!fused) {
+    cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(), b13, inter_, plan_,
+                                     rows_bound, a2, stream, pdl_, w13_interleaved_);
+  }
   if (diag_stop_ == 4) return;
 
   cuda::GroupedGemmOperands g2;

@@ -15,6 +15,8 @@
 
 #include "cuda/device_array.h"
 #include "cuda/grouped_gemm.h"
+#include "cuda/moe_plan.h"
+#include "cuda/moe_quant.h"
 #include "gpu_test_util.h"
 #include "servekit/error.h"
 #include "servekit/formats.h"
@@ -297,6 +299,151 @@ TEST(GroupedGemmCuda, FP8Block128SmallM) {
 // fp8_block128 has the lower boundary (26 rows): 10 rows per group (50) is small, 30 (150) large.
 TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);
+}
+
+// GEMM1's activation in the 128x256 tile's epilogue (sm90_act_epilogue.cuh) against GEMM1 into
+// D followed by the activation pass on the interleaved D: the same bits, intermediate and 1x128
+// scales, for each output format the operand allows, the three gated activations, with and
+// without a bias, and the group layouts of run_case (empty groups, a 0-row run, tiles with 65,
+// 64 and 61 rows). Rows past the last group must keep the poison. B is random, so which rows are
+// "gate" only matters to both paths alike.
+void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int64_t inter,
+                               int64_t k) {
+  SERVEKIT_REQUIRE_GPU();
+  const int groups = 5;
+  const int64_t rows = 318, n = 2 * inter, kb = inter / 128;
+  const std::vector<std::vector<int>> layouts = {
+      {17, 0, 300, 1, 0}, {0, 0, 0, 0, 0}, {65, 128, 0, 64, 61}};
+  const Operands o = make_operands(op, groups, rows, n, k, 99 + static_cast<int>(op));
+  std::vector<float> b_scale_upload;
+  if (op == GemmOperand::kFP8Block128) {
+    const int64_t nb = n / 128, kbk = k / 128;
+    b_scale_upload.resize(o.b_tensor_scale.size());
+    for (int g = 0; g < groups; ++g)
+      for (int64_t i = 0; i < nb; ++i)
+        for (int64_t j = 0; j < kbk; ++j)
+          b_scale_upload[static_cast<size_t>(b_block_scale_index(g, nb, kbk, i, j))] =
+              o.b_tensor_scale[static_cast<size_t>((g * nb + i) * kbk + j)];
+  }
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> unit(-0.5f, 0.5f);
+  std::vector<float> bias(static_cast<size_t>(groups * n));
+  for (auto& b : bias) b = unit(rng);
+  DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
+  DeviceArray<float> d_b_scale(b_scale_upload), d_bias(bias);
+  DeviceArray<uint16_t> d_h(static_cast<size_t>(rows * n));
+  const size_t bytes = act_element_bytes(f);
+  DeviceArray<uint8_t> out_pass(static_cast<size_t>((rows + kGuardRows) * inter) * bytes);
+  DeviceArray<uint8_t> out_fused(static_cast<size_t>((rows + kGuardRows) * inter) * bytes);
+  DeviceArray<float> sc_pass(static_cast<size_t>(rows * kb)),
+      sc_fused(static_cast<size_t>(rows * kb));
+
+  for (Activation act : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI}) {
+    GroupedGemmShape shape{op, groups, n, k, rows};
+    shape.act = {true, act, f};
+    auto gemm = factory(shape, 0);
+    ASSERT_TRUE(gemm->fuses_activation());
+    for (bool with_bias : {false, true})
+      for (const auto& sizes : layouts) {
+        SCOPED_TRACE("activation " + std::to_string(static_cast<int>(act)) + " format " +
+                     std::to_string(static_cast<int>(f)) + (with_bias ? " bias" : "") +
+                     " first group " + std::to_string(sizes[0]));
+        std::vector<int32_t> offsets{0}, row_group;
+        for (size_t g = 0; g < sizes.size(); ++g) {
+          offsets.push_back(offsets.back() + sizes[g]);
+          row_group.insert(row_group.end(), static_cast<size_t>(sizes[g]), static_cast<int>(g));
+        }
+        row_group.resize(static_cast<size_t>(rows), 0);
+        const int64_t total = offsets.back();
+        DeviceArray<int32_t> d_off(offsets), d_row_group(row_group);
+        DeviceArray<float> d_a_blocks(op == GemmOperand::kFP8Block128 ? grouped_a_scales(o, sizes)
+                                                                      : std::vector<float>{});
+        GroupedGemmOperands ops;
+        ops.group_offsets = d_off.get();
+        ops.a = d_a.get();
+        ops.b = d_b.get();
+        if (op == GemmOperand::kFP8Block128) {
+          ops.a_block_scale = d_a_blocks.get();
+          ops.b_block_scale = d_b_scale.get();
+        }
+        const float* b13 = with_bias ? d_bias.get() : nullptr;
+        // The separate pass.
+        out_pass.poison();
+        sc_pass.poison();
+        ops.d = d_h.get();
+        gemm->run(ops, nullptr);
+        PlanBuffers plan;
+        plan.num_groups = groups;
+        plan.group_offsets = d_off.get();
+        plan.row_group = d_row_group.get();
+        const ActBuffers ab{out_pass.get(), sc_pass.get(), nullptr, nullptr};
+        launch_activation_quantize(f, act, d_h.get(), b13, inter, plan, rows, ab, nullptr, false,
+                                   true);
+        // The fused epilogue.
+        out_fused.poison();
+        sc_fused.poison();
+        ops.d = nullptr;
+        ops.act_out = out_fused.get();
+        ops.act_out_scale = f == ActFormat::kFP8Block128 ? sc_fused.get() : nullptr;
+        ops.act_bias = b13;
+        gemm->run(ops, nullptr);
+        ops.act_out = nullptr;
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+        const std::vector<uint8_t> want = out_pass.download(), got = out_fused.download();
+        const size_t valid = static_cast<size_t>(total * inter) * bytes;
+        int64_t bad = 0;
+        for (size_t i = 0; i < valid; ++i) {
+          if (got[i] != want[i] && bad++ < 5)
+            ADD_FAILURE() << "byte " << i << " (row " << i / bytes / inter << " col "
+                          << i / bytes % inter << "): fused " << int{got[i]} << " vs pass "
+                          << int{want[i]};
+        }
+        EXPECT_EQ(bad, 0);
+        for (size_t i = valid; i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "guard byte " << i;
+        if (f == ActFormat::kFP8Block128) {
+          const std::vector<float> ws = sc_pass.download(), gs = sc_fused.download();
+          for (size_t i = 0; i < static_cast<size_t>(total * kb); ++i)
+            ASSERT_EQ(std::memcmp(&ws[i], &gs[i], sizeof(float)), 0)
+                << "scale " << i << ": " << gs[i] << " vs " << ws[i];
+        }
+      }
+  }
+}
+
+// bf16 operands: the bf16 intermediate and mxfp4_w4a8's e4m3 round trip stored as bf16.
+// I = 1536 (6 tiles of 256 along N = 2I), K = 2880.
+TEST(GroupedGemmCuda, BF16FusedActivation) {
+  for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8Block128AsBF16})
+    run_fused_activation_case(GemmOperand::kBF16, f, make_grouped_gemm_bf16, 1536, 2880);
+}
+// fp8_block128: e4m3 intermediate with 1x128 scales. I = 1024, K = 2944 (23 scale blocks).
+TEST(GroupedGemmCuda, FP8Block128FusedActivation) {
+  run_fused_activation_case(GemmOperand::kFP8Block128, ActFormat::kFP8Block128,
+                            make_grouped_gemm_fp8_block128, 1024, 2944);
+}
+// The 64-row tiles have no fused epilogue: they report it, and a run that asks for it throws;
+// a fused shape whose output format does not match the operand is refused at construction.
+TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
+  SERVEKIT_REQUIRE_GPU();
+  GroupedGemmShape shape{GemmOperand::kBF16, 5, 3072, 2880, 318};
+  shape.act = {true, Activation::kSwiGLU, ActFormat::kBF16};
+  auto small = make_grouped_gemm_bf16_small_m(shape, 0);
+  EXPECT_FALSE(small->fuses_activation());
+  auto picked = GroupedGemm::create(shape, 0);
+  EXPECT_FALSE(picked->fuses_activation(150));  // 30 rows per group: the 64-row tile
+  EXPECT_TRUE(picked->fuses_activation(5000));
+  DeviceArray<int32_t> d_off(std::vector<int32_t>{0, 1, 1, 1, 1, 1});
+  DeviceArray<uint16_t> buf(4096);
+  GroupedGemmOperands ops;
+  ops.group_offsets = d_off.get();
+  ops.a = ops.b = buf.get();
+  ops.act_out = buf.get();
+  EXPECT_THROW(small->run(ops, nullptr), Error);
+  shape.act.format = ActFormat::kFP8Block128;  // bf16 operand, e4m3 intermediate
+  EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error);
+  shape.act = {true, Activation::kReLU2, ActFormat::kBF16};  // not gated
+  EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error);
 }
 
 // A misspelt SERVEKIT_GEMM_TILE is an error, for every format (not a silent auto).

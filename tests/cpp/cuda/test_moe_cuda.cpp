@@ -483,6 +483,55 @@ TEST(MoECuda, TokenCounts) {
   }
 }
 
+// GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT, default on) against the
+// separate activation pass (=0), read at construction: two layers with the same experts give
+// the same bits, and the fused one matches the reference. 400 tokens at top-4 of 16 with two
+// shared experts: ~141 rows per group, so both GEMMs take the 128-row tile (the fused one);
+// the gated activations with biases; the formats that fuse (bf16, fp8_block128, the 4-bit
+// ones on bf16 GEMMs, mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
+TEST(MoECuda, FusedActivationMatchesThePass) {
+  SERVEKIT_REQUIRE_GPU();
+  const char* old = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
+  const std::string saved = old ? old : "";
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A8,
+                        QuantMethod::kInt4W4A16, QuantMethod::kFP8PerTensor})
+    for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI}) {
+      Case c;
+      c.quant = q;
+      c.activation = a;
+      c.bias = true;
+      c.shared = 2;
+      c.tokens = 400;
+      c.sample = q == QuantMethod::kFP8PerTensor ? 0 : 48;
+      SCOPED_TRACE(case_name(c));
+      setenv("SERVEKIT_DYNAMIC_FUSED_ACT", "0", 1);
+      MoELayer pass(make_config(c));
+      setenv("SERVEKIT_DYNAMIC_FUSED_ACT", "1", 1);
+      MoELayer fused(make_config(c));
+      load_experts(pass, c);
+      load_experts(fused, c);
+      const Inputs in = make_inputs(c, c.tokens);
+      DeviceInputs dev(in, c);
+      cudaStream_t stream = nullptr;
+      ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+      const std::vector<float> want = forward(pass, dev, stream);
+      const std::vector<float> got = forward(fused, dev, stream);
+      cudaStreamDestroy(stream);
+      ASSERT_EQ(got.size(), want.size());
+      int64_t bad = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 5)
+          ADD_FAILURE() << "element " << i << ": fused " << got[i] << " vs pass " << want[i];
+      EXPECT_EQ(bad, 0);
+      check_output(fused, c, in, got);
+    }
+  if (old) {
+    setenv("SERVEKIT_DYNAMIC_FUSED_ACT", saved.c_str(), 1);
+  } else {
+    unsetenv("SERVEKIT_DYNAMIC_FUSED_ACT");
+  }
+}
+
 // The fp8 formats on the static path: up to 32 tokens the route + plan launch also prepares
 // fp8_per_tensor's input (its amax) on extra CTAs and no planner runs; above, and for
 // fp8_block128 (x's 1x128 quantization) at every size, the static planner prepares it. H = 2048

@@ -20,6 +20,18 @@ TEST(DynamicOptions, PdlIsOffUnlessSwitchedOn) {
   EXPECT_FALSE(parse_dynamic_pdl("OFF").has_value());
 }
 
+// SERVEKIT_DYNAMIC_FUSED_ACT: on unless switched off (empty means the default given).
+TEST(DynamicOptions, SwitchesTakeOnOrOff) {
+  EXPECT_EQ(parse_dynamic_switch("", true), true);
+  EXPECT_EQ(parse_dynamic_switch("", false), false);
+  EXPECT_EQ(parse_dynamic_switch("0", true), false);
+  EXPECT_EQ(parse_dynamic_switch("off", true), false);
+  EXPECT_EQ(parse_dynamic_switch("1", false), true);
+  EXPECT_EQ(parse_dynamic_switch("on", false), true);
+  EXPECT_FALSE(parse_dynamic_switch("true", true).has_value());
+  EXPECT_FALSE(parse_dynamic_switch("00", true).has_value());
+}
+
 TEST(DynamicOptions, StopNamesOneOfTheFivePasses) {
   EXPECT_EQ(parse_dynamic_stop(""), 0);
   for (int n = 0; n <= kDynamicStopPasses; ++n)

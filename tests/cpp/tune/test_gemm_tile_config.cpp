@@ -3,6 +3,8 @@
 // what the comments promise for the preset shapes.
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "cuda/gemm_tile_config.h"
 
 namespace servekit::cuda {
@@ -143,6 +145,45 @@ TEST(GemmTileConfig, PaddedRows) {
   c.cluster_m = 2;  // a 2-CTA cluster along M pads to 256
   EXPECT_EQ(gemm_padded_rows(c, 129), 256);
   EXPECT_EQ(gemm_padded_rows(c, 300), 512);
+}
+
+// The fused activation runs in the 128x256 cooperative tiles of bf16 and fp8_block128 only:
+// their compiled tiles have it, the 64-row ones and fp8_per_tensor (tensor-wide scale) do not.
+TEST(GemmTileConfig, FusedActivationTiles) {
+  EXPECT_TRUE(
+      gemm_tile_fuses_activation(GemmOperand::kBF16, compiled_tile_config(GemmOperand::kBF16)));
+  EXPECT_TRUE(gemm_tile_fuses_activation(GemmOperand::kFP8Block128,
+                                         compiled_tile_config(GemmOperand::kFP8Block128)));
+  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kFP8PerTensor,
+                                          compiled_tile_config(GemmOperand::kFP8PerTensor)));
+  for (GemmOperand op : kOperands)
+    EXPECT_FALSE(gemm_tile_fuses_activation(op, small_m_tile_config(op))) << static_cast<int>(op);
+  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,
+                                          {128, 256, 64, 1, 2, GemmSchedule::kPingpong}));
+  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,
+                                          {128, 128, 64, 1, 2, GemmSchedule::kCooperative}));
+}
+
+// interleaved_w13_row is a permutation of [0, 2I) that puts gate row 128n + c at physical row
+// 256n + c and up row I + 128n + c at 256n + 128 + c: output tile n of a 256-wide tile holds a
+// gate column and its up column 128 apart.
+TEST(GemmTileConfig, InterleavedW13Rows) {
+  for (int64_t inter : {128, 768, 2048, 14336}) {
+    SCOPED_TRACE(inter);
+    std::vector<int> seen(static_cast<size_t>(2 * inter), 0);
+    for (int64_t p = 0; p < 2 * inter; ++p) {
+      const int64_t logical = interleaved_w13_row(p, inter);
+      ASSERT_GE(logical, 0);
+      ASSERT_LT(logical, 2 * inter);
+      ++seen[static_cast<size_t>(logical)];
+    }
+    for (int64_t r = 0; r < 2 * inter; ++r) ASSERT_EQ(seen[static_cast<size_t>(r)], 1) << r;
+    for (int64_t n = 0; n < inter / 128; ++n)
+      for (int64_t c = 0; c < 128; c += 17) {
+        EXPECT_EQ(interleaved_w13_row(256 * n + c, inter), 128 * n + c);
+        EXPECT_EQ(interleaved_w13_row(256 * n + 128 + c, inter), inter + 128 * n + c);
+      }
+  }
 }
 
 }  // namespace

@@ -35,12 +35,16 @@ struct GroupArgumentArrays {
   const float** ptr_sfb = nullptr;    // fp8_block128
   typename K::LayoutSFA* layout_sfa = nullptr;
   typename K::LayoutSFB* layout_sfb = nullptr;
+  void** act_out = nullptr;          // fused activation (K::kActEpilogue): group's first row
+  float** act_scale = nullptr;       // kFP8Block128: group's scale block
+  const float** act_bias = nullptr;  // group's w13 bias row, or null
 };
 
-// One thread per group: M_g from the offsets, then the pointers of group g.
+// One thread per group: M_g from the offsets, then the pointers of group g. act_bytes: bytes of
+// one fused-activation output element (1 for e4m3, 2 for bf16).
 template <class K>
 __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOperands ops,
-                                      int num_groups, int n, int k) {
+                                      int num_groups, int n, int k, int act_bytes) {
   pdl_wait();  // the offsets come from the plan; the previous GEMM may still read the arrays
   pdl_trigger();
   for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
@@ -49,7 +53,22 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
     args.problem_sizes[g] = cute::make_shape(m, n, k);
     args.ptr_a[g] = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
     args.ptr_b[g] = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
-    args.ptr_d[g] = static_cast<typename K::ElementD*>(ops.d) + int64_t{begin} * n;
+    if constexpr (K::kActEpilogue) {
+      const int cols = n / 2;  // I
+      if (ops.act_out != nullptr) {
+        args.act_out[g] = static_cast<char*>(ops.act_out) + int64_t{begin} * cols * act_bytes;
+        args.act_scale[g] = ops.act_out_scale == nullptr
+                                ? nullptr
+                                : ops.act_out_scale + int64_t{begin} * (cols / 128);
+        args.act_bias[g] = ops.act_bias == nullptr ? nullptr : ops.act_bias + int64_t{g} * n;
+      } else {
+        args.act_out[g] = nullptr;
+      }
+    }
+    // A fused run stores no D, but CUTLASS still builds its descriptor: any aligned pointer.
+    void* d = ops.d != nullptr ? ops.d : ops.act_out;
+    args.ptr_d[g] =
+        static_cast<typename K::ElementD*>(d) + (ops.d != nullptr ? int64_t{begin} * n : 0);
     if constexpr (K::kGroupAlpha) args.alpha[g] = ops.a_scale[0] * ops.b_scale[g];
     if constexpr (K::kBlockScaled) {
       const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
@@ -78,6 +97,17 @@ class GroupedGemmRunner final : public GroupedGemm {
     SERVEKIT_CHECK(shape.n < (int64_t{1} << 31) && shape.k < (int64_t{1} << 31),
                    "grouped_gemm: n=", shape.n, " k=", shape.k, " exceed the int32 problem shape");
     config_ = choose_gemm_config(desc, K::kTile);
+    if (shape.act.enabled) {
+      const bool fp8 = shape.operand == GemmOperand::kFP8Block128;
+      SERVEKIT_CHECK(activation_is_gated(shape.act.activation) && shape.n % 256 == 0 &&
+                         (fp8 ? shape.act.format == ActFormat::kFP8Block128
+                              : shape.operand == GemmOperand::kBF16 &&
+                                    (shape.act.format == ActFormat::kBF16 ||
+                                     shape.act.format == ActFormat::kFP8Block128AsBF16)),
+                     "grouped_gemm: the fused activation needs a gated activation, n % 256 == 0 "
+                     "(n=",
+                     shape.n, ") and an output format matching the operand");
+    }
     SERVEKIT_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
     allocate_arguments();
@@ -89,14 +119,21 @@ class GroupedGemmRunner final : public GroupedGemm {
   }
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
-    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && ops.d,
-                   "grouped_gemm: group_offsets, a, b and d are required");
+    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && (ops.d || ops.act_out),
+                   "grouped_gemm: group_offsets, a, b and d (or act_out) are required");
+    SERVEKIT_CHECK(ops.act_out == nullptr || fuses_activation(),
+                   "grouped_gemm: act_out given, but this GEMM has no fused activation "
+                   "(shape.act disabled, or a tile without it)");
+    SERVEKIT_CHECK(ops.act_out == nullptr || shape_.act.format != ActFormat::kFP8Block128 ||
+                       ops.act_out_scale != nullptr,
+                   "grouped_gemm: the fused kFP8Block128 activation needs act_out_scale");
     SERVEKIT_CHECK(!K::kGroupAlpha || (ops.a_scale && ops.b_scale),
                    "grouped_gemm: fp8_per_tensor needs a_scale and b_scale");
     SERVEKIT_CHECK(!K::kBlockScaled || (ops.a_block_scale && ops.b_block_scale),
                    "grouped_gemm: fp8_block128 needs a_block_scale and b_block_scale");
     launch_pdl(write_group_arguments<K>, 1, 256, 0, ops.pdl, stream, arrays_, ops,
-               shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k));
+               shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
+               static_cast<int>(act_element_bytes(shape_.act.format)));
     auto params = params_;  // Gemm::run takes a mutable reference
     const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);
     SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
@@ -106,6 +143,9 @@ class GroupedGemmRunner final : public GroupedGemm {
 
   const GroupedGemmShape& shape() const override { return shape_; }
   GemmConfig config(int64_t /*rows_hint*/) const override { return config_; }
+  bool fuses_activation(int64_t /*rows_hint*/ = 0) const override {
+    return K::kActEpilogue && shape_.act.enabled;
+  }
 
  private:
   // Carves every per-group array and the CUTLASS workspace out of one allocation.
@@ -130,6 +170,9 @@ class GroupedGemmRunner final : public GroupedGemm {
     const size_t o_sfb = reserve(g * sizeof(void*));
     const size_t o_lsfa = reserve(g * sizeof(typename K::LayoutSFA));
     const size_t o_lsfb = reserve(g * sizeof(typename K::LayoutSFB));
+    const size_t o_act_out = reserve(g * sizeof(void*));
+    const size_t o_act_scale = reserve(g * sizeof(void*));
+    const size_t o_act_bias = reserve(g * sizeof(void*));
     const size_t o_workspace = offset;
 
     workspace_bytes_ = Gemm::get_workspace_size(make_arguments(0));
@@ -149,6 +192,9 @@ class GroupedGemmRunner final : public GroupedGemm {
     arrays_.ptr_sfb = reinterpret_cast<const float**>(base + o_sfb);
     arrays_.layout_sfa = reinterpret_cast<typename K::LayoutSFA*>(base + o_lsfa);
     arrays_.layout_sfb = reinterpret_cast<typename K::LayoutSFB*>(base + o_lsfb);
+    arrays_.act_out = reinterpret_cast<void**>(base + o_act_out);
+    arrays_.act_scale = reinterpret_cast<float**>(base + o_act_scale);
+    arrays_.act_bias = reinterpret_cast<const float**>(base + o_act_bias);
     workspace_ = base + o_workspace;
 
     // Strides do not depend on M (row-major A and D, K-major B): written once.
@@ -194,6 +240,16 @@ class GroupedGemmRunner final : public GroupedGemm {
     args.epilogue.dC = nullptr;
     args.epilogue.ptr_D = arrays_.ptr_d;
     args.epilogue.dD = arrays_.stride_d;
+    if constexpr (K::kActEpilogue) {
+      // Null arrays when the shape asks for no fusion: every tile takes CUTLASS's epilogue.
+      gemm::ActEpilogueParams& act = args.epilogue.act;
+      act.format = shape_.act.format;
+      act.activation = shape_.act.activation;
+      act.cols = static_cast<int>(shape_.n / 2);
+      act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
+      act.ptr_scale = arrays_.act_scale;
+      act.ptr_bias = arrays_.act_bias;
+    }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;
     args.hw_info.max_active_clusters = max_active_clusters;

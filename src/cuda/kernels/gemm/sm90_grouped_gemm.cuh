@@ -20,6 +20,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 
 #include "cuda/gemm_tile_config.h"
+#include "cuda/kernels/gemm/sm90_act_epilogue.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
 #include "cuda/kernels/pdl.cuh"
@@ -122,12 +123,17 @@ struct Sm90GroupedGemm {
   using EpilogueSchedule = typename Schedules<Op, Sched>::Epilogue;
 
   // D = alpha * acc, alpha per group (fp8_per_tensor) or 1; no source C.
-  using CollectiveEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using BuiltEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementAcc, void, LayoutD*,
       kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAcc, void,
                                                    ElementAcc>>::CollectiveOp;
+  // The 128x256 cooperative tiles of bf16 and fp8_block128 can also run GEMM1's activation in
+  // their epilogue (sm90_act_epilogue.cuh, gemm_tile_fuses_activation), chosen per run.
+  static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
+  using CollectiveEpilogue =
+      cute::conditional_t<kActEpilogue, ActEpilogue<BuiltEpilogue>, BuiltEpilogue>;
 
   using StageCount = cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
       sizeof(typename CollectiveEpilogue::SharedStorage))>;

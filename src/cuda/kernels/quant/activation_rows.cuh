@@ -14,7 +14,7 @@ namespace servekit::cuda::quant {
 template <ActFormat F, Activation A, bool kAmaxOnly>
 __global__ void __launch_bounds__(kRowThreads)
     activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols, PlanBuffers plan,
-                           ActBuffers out) {
+                           ActBuffers out, bool interleaved) {
   pdl_wait();  // h comes from GEMM1
   pdl_trigger();
   constexpr bool kGated = activation_is_gated(A);
@@ -38,9 +38,15 @@ __global__ void __launch_bounds__(kRowThreads)
       gate[i] = up[i] = make_uint4(0, 0, 0, 0);
       group[i] = 0;
       if (span.r[i] < 0) continue;
-      const uint16_t* row = h + int64_t{span.r[i]} * width + int64_t{span.c[i]} * kChunk;
-      gate[i] = *reinterpret_cast<const uint4*>(row);
-      if constexpr (kGated) up[i] = *reinterpret_cast<const uint4*>(row + cols);
+      // Gate chunk c at 8c and up at I + 8c, or, interleaved (moe_quant.h), within 128-column
+      // block c / 16 of the gate, the up block right after it.
+      const int64_t gate_at = interleaved
+                                  ? int64_t{span.c[i] >> 4} * 256 + (span.c[i] & 15) * kChunk
+                                  : int64_t{span.c[i]} * kChunk;
+      const int64_t up_at = interleaved ? gate_at + 128 : gate_at + cols;
+      const uint16_t* row = h + int64_t{span.r[i]} * width;
+      gate[i] = *reinterpret_cast<const uint4*>(row + gate_at);
+      if constexpr (kGated) up[i] = *reinterpret_cast<const uint4*>(row + up_at);
       if (bias != nullptr) group[i] = plan.row_group[span.r[i]];
     }
 #pragma unroll
