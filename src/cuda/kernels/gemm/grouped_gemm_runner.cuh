@@ -4,6 +4,7 @@
 // group offsets followed by the persistent GEMM kernel. Included by exactly one .cu per format.
 #pragma once
 
+#include <cstdlib>
 #include <memory>
 #include <vector>
 
@@ -249,6 +250,8 @@ class GroupedGemmRunner final : public GroupedGemm {
       act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
       act.ptr_scale = arrays_.act_scale;
       act.ptr_bias = arrays_.act_bias;
+      const char* diag = std::getenv("SERVEKIT_DIAG_FUSED_EPI");  // debugging only
+      act.diag = diag == nullptr ? 0 : std::atoi(diag);
     }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;

@@ -43,6 +43,7 @@ struct ActEpilogueParams {
   void* const* ptr_out = nullptr;               // group's first intermediate row, or null: unfused
   float* const* ptr_scale = nullptr;            // kFP8Block128: group's block of 1x128 scales
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
+  int diag = 0;  // SERVEKIT_DIAG_FUSED_EPI (debugging): 1 no stores, 2 return at once
 };
 
 template <class Base>
@@ -116,6 +117,9 @@ struct ActEpilogue : Base {
     const int block = static_cast<int>(get<1>(tile_coord_mnkl));  // 128-column block of I
     const int cols = act_.cols;
     const int col0 = block * 128;
+    // A 1x2 cluster rounds the tiles along N up to even: the second CTA's tile past N (N / 256
+    // odd) holds no output column.
+    if (col0 >= cols || act_.diag == 2) return;
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
 
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
@@ -136,6 +140,12 @@ struct ActEpilogue : Base {
         break;
     }
 
+    if (act_.diag == 1) {  // keep y live without storing it
+      float sum = 0.0f;
+      for (int v = 0; v < kHalf; ++v) sum += y[v];
+      if (sum == 12345.678f) *static_cast<float*>(out) = sum;
+      return;
+    }
     if (act_.format == ActFormat::kBF16) {
       auto* o = static_cast<__nv_bfloat16*>(out);
       CUTLASS_PRAGMA_UNROLL
