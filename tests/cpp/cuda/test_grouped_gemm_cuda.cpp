@@ -382,7 +382,7 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         // The fused epilogue.
         out_fused.poison();
         sc_fused.poison();
-        ops.d = nullptr;
+        ops.d = std::getenv("SERVEKIT_DIAG_FUSED_D") ? d_h.get() : nullptr;  // debugging
         ops.act_out = out_fused.get();
         ops.act_out_scale = f == ActFormat::kFP8Block128 ? sc_fused.get() : nullptr;
         ops.act_bias = b13;

@@ -43,7 +43,7 @@ struct ActEpilogueParams {
   void* const* ptr_out = nullptr;               // group's first intermediate row, or null: unfused
   float* const* ptr_scale = nullptr;            // kFP8Block128: group's block of 1x128 scales
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
-  int diag = 0;  // SERVEKIT_DIAG_FUSED_EPI (debugging): 1 no stores, 2 return at once
+  int diag = 0;  // SERVEKIT_DIAG_FUSED_EPI (debugging): 1 no stores, 2 return at once, 4 D too
 };
 
 template <class Base>
@@ -93,6 +93,11 @@ struct ActEpilogue : Base {
     }
     fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
                 tiled_mma, thread_idx);
+    if (act_.diag == 4) {  // debugging: D as well (the run must pass d)
+      return Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
+                         tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
+                         shared_tensors, store_tensormap, subtile_idx);
+    }
     return cute::make_tuple(load_state, store_state);
   }
 
