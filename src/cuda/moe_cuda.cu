@@ -479,7 +479,6 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   // directly, and stop 3 includes the activation).
   const bool fused = w13_interleaved_ && fused_act_ && gemm1_->fuses_activation(rows_bound);
   if (fused) {
-    g1.d = nullptr;
     g1.act_out = a2_.get();
     g1.act_out_scale = sfa2_.get<float>();
     g1.act_bias = b13;

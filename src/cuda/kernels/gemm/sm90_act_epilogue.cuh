@@ -24,6 +24,7 @@
 
 #include <cuda_bf16.h>
 
+#include <cutlass/arch/barrier.h>
 #include <cutlass/cutlass.h>
 #include <cute/tensor.hpp>
 
@@ -93,10 +94,15 @@ struct ActEpilogue : Base {
     }
     fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
                 tiled_mma, thread_idx);
-    if (act_.diag == 4) {  // debugging: D as well (the run must pass d)
+    if (act_.diag == 4 || act_.diag == 5) {  // debugging: D as well (the run must pass d); 5:
+      // CUTLASS's store with every subtile skipped
       return Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
                          tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
-                         shared_tensors, store_tensormap, subtile_idx);
+                         shared_tensors, store_tensormap, act_.diag == 5 ? 1 << 30 : subtile_idx);
+    }
+    if (act_.diag == 6) {  // debugging: the two warp groups meet as in CUTLASS's store
+      cutlass::arch::NamedBarrier::sync(cute::size(TiledMma{}),
+                                        cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
     }
     return cute::make_tuple(load_state, store_state);
   }
