@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 24 (bb235ee): every form hung; docs/perf-notes.md, twenty-fourth pass.
 # Session 24, second call: the fused epilogue's first call hung (GroupedGemmCuda.BF16FusedActivation,
 # every bench row with SERVEKIT_DYNAMIC_FUSED_ACT=1) and memcheck found writes one row past the
 # intermediate on the tiny preset (N / 256 odd: the 1x2 cluster's tile past N; guarded now).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 24 (3d23af7): only diag 4 (store() kept) passed; docs/perf-notes.md, twenty-fourth pass.
 # Session 24, third call: every fused run hangs, even with the fused epilogue returning at once
 # (SERVEKIT_DIAG_FUSED_EPI=2, s24-debug). The two things a fused run still changes: CUTLASS's
 # store() is skipped, and D's per-group pointer is the intermediate's base (no d given).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# RAN in session 24 (39959c6): every fused run hung; docs/perf-notes.md, twenty-fourth pass.
 # Session 24, first call: GEMM1's activation in the 128x256 tile's epilogue
 # (kernels/gemm/sm90_act_epilogue.cuh, SERVEKIT_DYNAMIC_FUSED_ACT, default on).
 #   1. build; the GEMM, row-kernel, fused-activation and token-count GPU tests (the last runs

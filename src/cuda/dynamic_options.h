@@ -6,8 +6,9 @@
 //                                   graphs, docs/perf-notes.md); results are identical either
 //                                   way.
 //   SERVEKIT_DYNAMIC_FUSED_ACT=0|1  GEMM1's activation in its epilogue where the run's tile has
-//                                   it (default 1; 0 runs the separate activation pass, for A/B
-//                                   runs); results are identical either way.
+//                                   it (default 0: it still stores GEMM1's output as well and is
+//                                   not measured faster yet; docs/perf-notes.md, twenty-fourth
+//                                   pass); results are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

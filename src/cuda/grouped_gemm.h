@@ -33,11 +33,11 @@
 
 namespace servekit::cuda {
 
-// GEMM1's activation fused into the epilogue (MoE layer): with it, a run may write
+// GEMM1's activation fused into the epilogue (MoE layer): with it, a run also writes
 //   out[r, c] = quantize(act(bf16(D[r, gate c]) + bias[g, c], bf16(D[r, up c]) + bias[g, I + c]))
-// for c < I = N / 2 instead of D, bit for bit what storing D and launch_activation_quantize
-// would give. B must be interleaved in 128-row blocks (interleaved_w13_row). Only the
-// instantiations with gemm_tile_fuses_activation do it (fuses_activation below).
+// for c < I = N / 2, bit for bit what launch_activation_quantize on D would give. B must be
+// interleaved in 128-row blocks (interleaved_w13_row). Only the instantiations with
+// gemm_tile_fuses_activation do it (fuses_activation below).
 struct GemmActFusion {
   bool enabled = false;
   Activation activation = Activation::kSwiGLU;  // gated
@@ -69,8 +69,9 @@ struct GroupedGemmOperands {               // all device pointers
   int64_t rows_hint = 0;
   // Fused activation (shape.act enabled and fuses_activation(rows_hint)): act_out non-null
   // runs it, writing act_out [rows, N/2] (bf16, or e4m3 for kFP8Block128) and, for
-  // kFP8Block128, act_out_scale [rows * N/256] (a_block_scale_index with K/128 = N/256) instead
-  // of D (d may be null). act_bias: [G, N] fp32 in logical order (gate then up), or null.
+  // kFP8Block128, act_out_scale [rows * N/256] (a_block_scale_index with K/128 = N/256), besides
+  // D: for now D is still stored (sm90_act_epilogue.cuh says why), so d stays required.
+  // act_bias: [G, N] fp32 in logical order (gate then up), or null.
   void* act_out = nullptr;
   float* act_out_scale = nullptr;
   const float* act_bias = nullptr;

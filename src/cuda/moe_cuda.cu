@@ -81,8 +81,8 @@ bool dynamic_pdl_from_env() {
 }
 bool dynamic_fused_act_from_env() {
   const char* v = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
-  if (v == nullptr) return true;
-  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
+  if (v == nullptr) return false;
+  const std::optional<bool> on = cuda::parse_dynamic_switch(v, false);
   SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_FUSED_ACT='", v, "' must be 1 or 0");
   return *on;
 }
@@ -145,12 +145,13 @@ class CudaMoEBackend final : public MoEBackend {
   cuda::PlanBuffers plan_;
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
   bool pdl_ = false;  // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
+  // SERVEKIT_DYNAMIC_FUSED_ACT=1 (off by default: not measured faster yet, dynamic_options.h):
   // W13 in the fused activation's interleaved layout (gated activation, I % 128 == 0, bf16 or
-  // fp8_block128 operands, not fp8_per_tensor's tensor-wide scale): GEMM1 runs the activation in
-  // its epilogue on the runs whose tile has it, the others run the activation pass on the
-  // interleaved output. fused_act_: SERVEKIT_DYNAMIC_FUSED_ACT (default on).
+  // fp8_block128 operands, not fp8_per_tensor's tensor-wide scale), and GEMM1 runs the
+  // activation in its epilogue on the runs whose tile has it; the others run the activation pass
+  // on the interleaved output.
   bool w13_interleaved_ = false;
-  bool fused_act_ = true;
+  bool fused_act_ = false;
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
@@ -212,7 +213,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(capacity_ < (int64_t{1} << 31), "moe cuda: max_num_tokens=", max_tokens_,
                  " x (top_k + shared) exceeds 2^31 permuted rows");
 
-  w13_interleaved_ = dynamic_ok_ && activation_is_gated(cfg.activation) &&
+  w13_interleaved_ = fused_act_ && dynamic_ok_ && activation_is_gated(cfg.activation) &&
                      w13_rows_ == 2 * inter_ && inter_ % 128 == 0 &&
                      act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
@@ -475,9 +476,9 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.rows_hint = rows_bound;  // picks the tile: 64 rows for short expert groups
   g1.pdl = pdl_;
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
-  // The activation in GEMM1's epilogue where this run's tile has it (then GEMM1 writes A2
-  // directly, and stop 3 includes the activation).
-  const bool fused = w13_interleaved_ && fused_act_ && gemm1_->fuses_activation(rows_bound);
+  // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2 as
+  // well as H1, and stop 3 includes the activation).
+  const bool fused = w13_interleaved_ && gemm1_->fuses_activation(rows_bound);
   if (fused) {
     g1.act_out = a2_.get();
     g1.act_out_scale = sfa2_.get<float>();

@@ -483,12 +483,12 @@ TEST(MoECuda, TokenCounts) {
   }
 }
 
-// GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT, default on) against the
-// separate activation pass (=0), read at construction: two layers with the same experts give
-// the same bits, and the fused one matches the reference. 400 tokens at top-4 of 16 with two
-// shared experts: ~141 rows per group, so both GEMMs take the 128-row tile (the fused one);
-// the gated activations with biases; the formats that fuse (bf16, fp8_block128, the 4-bit
-// ones on bf16 GEMMs, mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
+// GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT=1, default 0) against the
+// separate activation pass on the usual W13 layout (=0), read at construction: two layers with
+// the same experts give the same bits, and the fused one matches the reference. 400 tokens at
+// top-4 of 16 with two shared experts: ~141 rows per group, so GEMM1 takes the 128-row tile (the
+// fused one); the gated activations with biases; the formats that fuse (bf16, fp8_block128, the
+// 4-bit ones on bf16 GEMMs, mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
 TEST(MoECuda, FusedActivationMatchesThePass) {
   SERVEKIT_REQUIRE_GPU();
   const char* old = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");

@@ -66,10 +66,7 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
         args.act_out[g] = nullptr;
       }
     }
-    // A fused run stores no D, but CUTLASS still builds its descriptor: any aligned pointer.
-    void* d = ops.d != nullptr ? ops.d : ops.act_out;
-    args.ptr_d[g] =
-        static_cast<typename K::ElementD*>(d) + (ops.d != nullptr ? int64_t{begin} * n : 0);
+    args.ptr_d[g] = static_cast<typename K::ElementD*>(ops.d) + int64_t{begin} * n;
     if constexpr (K::kGroupAlpha) args.alpha[g] = ops.a_scale[0] * ops.b_scale[g];
     if constexpr (K::kBlockScaled) {
       const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
@@ -120,8 +117,8 @@ class GroupedGemmRunner final : public GroupedGemm {
   }
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
-    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && (ops.d || ops.act_out),
-                   "grouped_gemm: group_offsets, a, b and d (or act_out) are required");
+    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && ops.d,
+                   "grouped_gemm: group_offsets, a, b and d are required");
     SERVEKIT_CHECK(ops.act_out == nullptr || fuses_activation(),
                    "grouped_gemm: act_out given, but this GEMM has no fused activation "
                    "(shape.act disabled, or a tile without it)");
@@ -250,8 +247,12 @@ class GroupedGemmRunner final : public GroupedGemm {
       act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
       act.ptr_scale = arrays_.act_scale;
       act.ptr_bias = arrays_.act_bias;
-      const char* diag = std::getenv("SERVEKIT_DIAG_FUSED_EPI");  // debugging only
-      act.diag = diag == nullptr ? 0 : std::atoi(diag);
+      // SERVEKIT_DIAG_FUSED_EPI: the epilogue forms of the session-24 hang hunt
+      // (sm90_act_epilogue.cuh), for device A/Bs only.
+      const char* diag = std::getenv("SERVEKIT_DIAG_FUSED_EPI");
+      act.diag = diag == nullptr || *diag == '\0' ? 0 : std::atoi(diag);
+      SERVEKIT_CHECK(act.diag == 0 || act.diag == 2 || act.diag == 5 || act.diag == 6,
+                     "SERVEKIT_DIAG_FUSED_EPI='", diag, "' must be 0, 2, 5 or 6");
     }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;

@@ -17,9 +17,11 @@
 // the reciprocal scale). The GPU test compares the two paths bit for bit.
 //
 // Per run the fusion is on when the runner's setup kernel wrote a non-null ptr_out for the
-// tile's group (all groups of a run alike); otherwise the tile goes through CUTLASS's TMA
-// epilogue into D unchanged. Stores go straight from registers to global memory (4-byte bf16
-// pairs or 2-byte e4m3 pairs); rows past the group's end are not written.
+// tile's group (all groups of a run alike); the intermediate's stores go straight from registers
+// to global memory (4-byte bf16 pairs or 2-byte e4m3 pairs), rows past the group's end and the
+// 1x2 cluster's tile past N not written. CUTLASS's TMA epilogue then stores D as it does without
+// the fusion: skipping it hung the kernel in session 24 (see store() below), so for now a fused
+// run writes both D and the intermediate.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -44,7 +46,7 @@ struct ActEpilogueParams {
   void* const* ptr_out = nullptr;               // group's first intermediate row, or null: unfused
   float* const* ptr_scale = nullptr;            // kFP8Block128: group's block of 1x128 scales
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
-  int diag = 0;  // SERVEKIT_DIAG_FUSED_EPI (debugging): 1 no stores, 2 return at once, 4 D too
+  int diag = 0;  // SERVEKIT_DIAG_FUSED_EPI (debugging, store() below): 0 the default
 };
 
 template <class Base>
@@ -92,17 +94,37 @@ struct ActEpilogue : Base {
                          tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
                          shared_tensors, store_tensormap, subtile_idx);
     }
-    fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
-                tiled_mma, thread_idx);
-    if (act_.diag == 4 || act_.diag == 5) {  // debugging: D as well (the run must pass d); 5:
-      // CUTLASS's store with every subtile skipped
-      return Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
-                         tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
-                         shared_tensors, store_tensormap, act_.diag == 5 ? 1 << 30 : subtile_idx);
+    // Session 24: every run that skipped CUTLASS's store() hung (even with the fused store
+    // returning at once), and runs that also called it passed the GPU test bit for bit; why is
+    // not known yet. So D is still stored, first (the fused store after it keeps the register
+    // peak of the fp8 tile's epilogue at CUTLASS's: no spills), and the forms without D stay
+    // behind the diagnostic switch for the next device call (docs/perf-notes.md, twenty-fourth
+    // pass):
+    //   5: the fused store, then CUTLASS's store() with every subtile skipped (no smem, no TMA
+    //      store)
+    //   6: the fused store, then the two warp groups meet at CUTLASS's epilogue barrier
+    //   2: neither (hung in session 24)
+    if (act_.diag == 0) {
+      auto states =
+          Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
+                      tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
+                      shared_tensors, store_tensormap, subtile_idx);
+      fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
+                  tiled_mma, thread_idx);
+      return states;
     }
-    if (act_.diag == 6) {  // debugging: the two warp groups meet as in CUTLASS's store
+    if (act_.diag != 2) {
+      fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
+                  tiled_mma, thread_idx);
+    }
+    if (act_.diag == 6) {
       cutlass::arch::NamedBarrier::sync(cute::size(TiledMma{}),
                                         cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
+    }
+    if (act_.diag == 5) {
+      return Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
+                         tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
+                         shared_tensors, store_tensormap, 1 << 30);
     }
     return cute::make_tuple(load_state, store_state);
   }
@@ -121,51 +143,72 @@ struct ActEpilogue : Base {
     static_assert(
         size(AccLayout{}) == 128 && size<1>(AccLayout{}) == 1 && size<2>(AccLayout{}) == 1,
         "one m64n256 accumulator fragment per thread");
-    constexpr int kHalf = 64;  // flat values of the gate half
-
-    const int rows = static_cast<int>(get<0>(problem_shape_mnkl));
-    const int row0 = static_cast<int>(get<0>(tile_coord_mnkl)) * 128;
     const int block = static_cast<int>(get<1>(tile_coord_mnkl));  // 128-column block of I
-    const int cols = act_.cols;
-    const int col0 = block * 128;
     // A 1x2 cluster rounds the tiles along N up to even: the second CTA's tile past N (N / 256
     // odd) holds no output column.
-    if (col0 >= cols || act_.diag == 2) return;
-    const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
-
+    if (block * 128 >= act_.cols) return;
+    Tile t;
+    t.out = out;
+    t.group = group;
+    t.rows = static_cast<int>(get<0>(problem_shape_mnkl));
+    t.row0 = static_cast<int>(get<0>(tile_coord_mnkl)) * 128;
+    t.block = block;
+    t.bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
-    Tensor coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
-
-    // y[v] for the gate half's flat values v: row of v is coord(v)'s, column coord(v) in [0, 128).
+    auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
     // The activation is picked once per tile, not per value.
-    float y[kHalf];
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        activate_half<Activation::kSwiGLU>(y, acc, coord, bias, col0, cols);
-        break;
+        return store_tile<Activation::kSwiGLU>(t, acc, coord);
       case Activation::kGeGLU:
-        activate_half<Activation::kGeGLU>(y, acc, coord, bias, col0, cols);
-        break;
+        return store_tile<Activation::kGeGLU>(t, acc, coord);
       default:  // kSwiGLUOAI (the runner accepts gated activations only)
-        activate_half<Activation::kSwiGLUOAI>(y, acc, coord, bias, col0, cols);
-        break;
+        return store_tile<Activation::kSwiGLUOAI>(t, acc, coord);
     }
+  }
 
-    if (act_.diag == 1) {  // keep y live without storing it
-      float sum = 0.0f;
-      for (int v = 0; v < kHalf; ++v) sum += y[v];
-      if (sum == 12345.678f) *static_cast<float*>(out) = sum;
-      return;
+  struct Tile {
+    void* out = nullptr;
+    int group = 0, rows = 0, row0 = 0, block = 0;
+    const float* bias = nullptr;
+  };
+
+  // act(bf16(gate) + bias, bf16(up) + bias) of the gate half's flat value v (< 64): gate is
+  // acc(v), up acc(v + 64), at column coord(v) of the 128-column block.
+  template <Activation A, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE float act_value(Tile const& t, AccTensor const& acc, CoordTensor const& coord,
+                                 int v) const {
+    float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
+    float u = __bfloat162float(__float2bfloat16_rn(acc(v + 64)));
+    if (t.bias != nullptr) {
+      const int c = t.block * 128 + static_cast<int>(cute::get<1>(coord(v)));
+      g += t.bias[c];
+      u += t.bias[act_.cols + c];
     }
+    return activate<A>(g, u);
+  }
+
+  // Values v, v + 1 (v even) are columns c, c + 1 of one row: each step computes and stores a
+  // pair, so no array of activated values lives beside the 128 accumulators (CUTLASS's store()
+  // runs after this with the accumulators still live). The e4m3 formats compute the activation
+  // twice, once for the 1x128 amax and once for the codes: the same function, the same values.
+  template <Activation A, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
+                                 CoordTensor const& coord) const {
+    constexpr int kHalf = 64;  // flat values of the gate half
+    const int cols = act_.cols;
+    const int col0 = t.block * 128;
+    auto row_of = [&](int v) { return t.row0 + static_cast<int>(cute::get<0>(coord(v))); };
+    auto at = [&](int v) {
+      return int64_t{row_of(v)} * cols + col0 + static_cast<int>(cute::get<1>(coord(v)));
+    };
     if (act_.format == ActFormat::kBF16) {
-      auto* o = static_cast<__nv_bfloat16*>(out);
+      auto* o = static_cast<__nv_bfloat16*>(t.out);
       CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < kHalf; v += 2) {  // values v, v + 1: columns c, c + 1 of one row
-        const int r = static_cast<int>(get<0>(coord(v)));
-        const int c = static_cast<int>(get<1>(coord(v)));
-        if (row0 + r < rows) {
-          *reinterpret_cast<__nv_bfloat162*>(o + int64_t{row0 + r} * cols + col0 + c) =
-              __floats2bfloat162_rn(y[v], y[v + 1]);
+      for (int v = 0; v < kHalf; v += 2) {
+        if (row_of(v) < t.rows) {
+          *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(
+              act_value<A>(t, acc, coord, v), act_value<A>(t, acc, coord, v + 1));
         }
       }
       return;
@@ -175,8 +218,10 @@ struct ActEpilogue : Base {
     float amax[2] = {0.0f, 0.0f};
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < kHalf; ++v) {
-      const int r = static_cast<int>(get<0>(coord(v)));
-      if (row0 + r < rows) amax[(v >> 1) & 1] = quant::max_nan(amax[(v >> 1) & 1], fabsf(y[v]));
+      if (row_of(v) < t.rows) {
+        amax[(v >> 1) & 1] =
+            quant::max_nan(amax[(v >> 1) & 1], fabsf(act_value<A>(t, acc, coord, v)));
+      }
     }
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
@@ -187,59 +232,38 @@ struct ActEpilogue : Base {
       inv[i] = 1.0f / scale[i];
     }
     if (act_.format == ActFormat::kFP8Block128) {
-      auto* o = static_cast<uint8_t*>(out);
+      auto* o = static_cast<uint8_t*>(t.out);
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < kHalf; v += 2) {
-        const int r = static_cast<int>(get<0>(coord(v)));
-        const int c = static_cast<int>(get<1>(coord(v)));
         const int i = (v >> 1) & 1;
-        if (row0 + r < rows) {
-          const uint16_t pair = static_cast<uint16_t>(quant::to_e4m3(y[v] * inv[i])) |
-                                static_cast<uint16_t>(quant::to_e4m3(y[v + 1] * inv[i]) << 8);
-          *reinterpret_cast<uint16_t*>(o + int64_t{row0 + r} * cols + col0 + c) = pair;
+        if (row_of(v) < t.rows) {
+          const uint16_t lo = quant::to_e4m3(act_value<A>(t, acc, coord, v) * inv[i]);
+          const uint16_t hi = quant::to_e4m3(act_value<A>(t, acc, coord, v + 1) * inv[i]);
+          *reinterpret_cast<uint16_t*>(o + at(v)) = static_cast<uint16_t>(lo | (hi << 8));
         }
       }
       if ((threadIdx.x & 3) == 0) {  // a_block_scale_index within the group's block
-        float* s = act_.ptr_scale[group] + int64_t{block} * rows;
+        float* s = act_.ptr_scale[t.group] + int64_t{t.block} * t.rows;
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < 2; ++i) {
-          const int r = static_cast<int>(get<0>(coord(2 * i)));
-          if (row0 + r < rows) s[row0 + r] = scale[i];
+          if (row_of(2 * i) < t.rows) s[row_of(2 * i)] = scale[i];
         }
       }
       return;
     }
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
-    auto* o = static_cast<__nv_bfloat16*>(out);
+    auto* o = static_cast<__nv_bfloat16*>(t.out);
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < kHalf; v += 2) {
-      const int r = static_cast<int>(get<0>(coord(v)));
-      const int c = static_cast<int>(get<1>(coord(v)));
       const int i = (v >> 1) & 1;
-      if (row0 + r < rows) {
-        const float a = quant::from_e4m3(quant::to_e4m3(y[v] * inv[i])) * scale[i];
-        const float b = quant::from_e4m3(quant::to_e4m3(y[v + 1] * inv[i])) * scale[i];
-        *reinterpret_cast<__nv_bfloat162*>(o + int64_t{row0 + r} * cols + col0 + c) =
-            __floats2bfloat162_rn(a, b);
+      if (row_of(v) < t.rows) {
+        const float a =
+            quant::from_e4m3(quant::to_e4m3(act_value<A>(t, acc, coord, v) * inv[i])) * scale[i];
+        const float b =
+            quant::from_e4m3(quant::to_e4m3(act_value<A>(t, acc, coord, v + 1) * inv[i])) *
+            scale[i];
+        *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(a, b);
       }
-    }
-  }
-
-  // y[v] = act(bf16(gate) + bias, bf16(up) + bias) for the gate half's 64 flat values.
-  template <Activation A, class AccTensor, class CoordTensor>
-  CUTLASS_DEVICE static void activate_half(float* y, AccTensor const& acc, CoordTensor const& coord,
-                                           const float* bias, int col0, int cols) {
-    constexpr int kHalf = 64;
-    CUTLASS_PRAGMA_UNROLL
-    for (int v = 0; v < kHalf; ++v) {
-      float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
-      float u = __bfloat162float(__float2bfloat16_rn(acc(v + kHalf)));
-      if (bias != nullptr) {
-        const int c = static_cast<int>(cute::get<1>(coord(v)));
-        g += bias[col0 + c];
-        u += bias[cols + col0 + c];
-      }
-      y[v] = activate<A>(g, u);
     }
   }
 
