@@ -487,8 +487,9 @@ TEST(MoECuda, TokenCounts) {
 // separate activation pass on the usual W13 layout (=0), read at construction: two layers with
 // the same experts give the same bits, and the fused one matches the reference. 400 tokens at
 // top-4 of 16 with two shared experts: ~141 rows per group, so GEMM1 takes the 128-row tile (the
-// fused one); the gated activations with biases; the formats that fuse (bf16, fp8_block128, the
-// 4-bit ones on bf16 GEMMs, mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
+// fused one); 33 tokens the 64-row tile and the pass on the interleaved output; the gated
+// activations with biases; the formats that fuse (bf16, fp8_block128, the 4-bit ones on bf16 GEMMs,
+// mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
 TEST(MoECuda, FusedActivationMatchesThePass) {
   SERVEKIT_REQUIRE_GPU();
   const char* old = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
@@ -510,20 +511,26 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
       MoELayer fused(make_config(c));
       load_experts(pass, c);
       load_experts(fused, c);
-      const Inputs in = make_inputs(c, c.tokens);
-      DeviceInputs dev(in, c);
       cudaStream_t stream = nullptr;
       ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-      const std::vector<float> want = forward(pass, dev, stream);
-      const std::vector<float> got = forward(fused, dev, stream);
+      // 400 tokens: the fused epilogue; 33 (~10 rows per group): the 64-row tile, whose separate
+      // pass reads the interleaved GEMM1 output.
+      for (int64_t t : {400, 33}) {
+        c.tokens = t;
+        SCOPED_TRACE(t);
+        const Inputs in = make_inputs(c, t);
+        DeviceInputs dev(in, c);
+        const std::vector<float> want = forward(pass, dev, stream);
+        const std::vector<float> got = forward(fused, dev, stream);
+        ASSERT_EQ(got.size(), want.size());
+        int64_t bad = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 5)
+            ADD_FAILURE() << "element " << i << ": fused " << got[i] << " vs pass " << want[i];
+        EXPECT_EQ(bad, 0);
+        check_output(fused, c, in, got);
+      }
       cudaStreamDestroy(stream);
-      ASSERT_EQ(got.size(), want.size());
-      int64_t bad = 0;
-      for (size_t i = 0; i < got.size(); ++i)
-        if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 5)
-          ADD_FAILURE() << "element " << i << ": fused " << got[i] << " vs pass " << want[i];
-      EXPECT_EQ(bad, 0);
-      check_output(fused, c, in, got);
     }
   if (old) {
     setenv("SERVEKIT_DYNAMIC_FUSED_ACT", saved.c_str(), 1);
