@@ -417,15 +417,17 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
 }
 
 // bf16 operands: the bf16 intermediate and mxfp4_w4a8's e4m3 round trip stored as bf16.
-// I = 1536 (6 tiles of 256 along N = 2I), K = 2880.
+// I = 1408: N = 2I is 11 tiles of 256, so the 1x2 cluster's last pair has a tile past N, which
+// must write nothing (it wrote into the next row once). K = 2880.
 TEST(GroupedGemmCuda, BF16FusedActivation) {
   for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8Block128AsBF16})
-    run_fused_activation_case(GemmOperand::kBF16, f, make_grouped_gemm_bf16, 1536, 2880);
+    run_fused_activation_case(GemmOperand::kBF16, f, make_grouped_gemm_bf16, 1408, 2880);
 }
-// fp8_block128: e4m3 intermediate with 1x128 scales. I = 1024, K = 2944 (23 scale blocks).
+// fp8_block128: e4m3 intermediate with 1x128 scales. I = 1152 (9 tiles along N, the last pair
+// with a tile past N), K = 2944 (23 scale blocks).
 TEST(GroupedGemmCuda, FP8Block128FusedActivation) {
   run_fused_activation_case(GemmOperand::kFP8Block128, ActFormat::kFP8Block128,
-                            make_grouped_gemm_fp8_block128, 1024, 2944);
+                            make_grouped_gemm_fp8_block128, 1152, 2944);
 }
 // The 64-row tiles have no fused epilogue: they report it, and a run that asks for it throws;
 // a fused shape whose output format does not match the operand is refused at construction.
