@@ -31,9 +31,7 @@ constexpr std::optional<bool> parse_dynamic_switch(std::string_view s, bool empt
 }
 
 constexpr std::optional<bool> parse_dynamic_pdl(std::string_view s) {
-  if (s == "1" || s == "on") return true;
-  if (s.empty() || s == "0" || s == "off") return false;
-  return std::nullopt;
+  return parse_dynamic_switch(s, false);
 }
 
 constexpr std::optional<int> parse_dynamic_stop(std::string_view s) {

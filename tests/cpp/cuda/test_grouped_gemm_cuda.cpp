@@ -154,6 +154,19 @@ struct Tolerance {
 // Hopper's fp8 MMA keeps only ~14 bits of its accumulator (DeepSeek-V3 report, up to ~2% worst
 // case at K = 4096); biased over the ~90 k32 steps of K = 2880 that is up to ~6e-3 relative,
 // so 1e-2 and 1/64. A wrong tile, group or scale is off by O(rms) and fails either bound.
+// fp8_block128's weight scales as the GEMM reads them: [G, ceil(N/128), K/128] (Operands) ->
+// [G, K/128, ceil(N/128)] (b_block_scale_index).
+std::vector<float> gemm_b_block_scales(const Operands& o) {
+  const int64_t nb = (o.n + 127) / 128, kb = o.k / 128;
+  std::vector<float> out(o.b_tensor_scale.size());
+  for (int g = 0; g < o.groups; ++g)
+    for (int64_t i = 0; i < nb; ++i)
+      for (int64_t j = 0; j < kb; ++j)
+        out[static_cast<size_t>(b_block_scale_index(g, nb, kb, i, j))] =
+            o.b_tensor_scale[static_cast<size_t>((g * nb + i) * kb + j)];
+  return out;
+}
+
 Tolerance tolerance(GemmOperand op) {
   return op == GemmOperand::kFP8PerTensor ? Tolerance{1e-2, 1.0 / 64} : Tolerance{3e-3, 1.0 / 256};
 }
@@ -179,17 +192,8 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
 
   DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
-  std::vector<float> b_scale_upload;
-  if (op == GemmOperand::kFP8Block128) {  // [G, ceil(N/128), K/128] -> [G, K/128, ceil(N/128)]
-    const int64_t nb = (n + 127) / 128, kb = k / 128;
-    b_scale_upload.resize(o.b_tensor_scale.size());
-    for (int g = 0; g < groups; ++g)
-      for (int64_t i = 0; i < nb; ++i)
-        for (int64_t j = 0; j < kb; ++j)
-          b_scale_upload[static_cast<size_t>(b_block_scale_index(g, nb, kb, i, j))] =
-              o.b_tensor_scale[static_cast<size_t>((g * nb + i) * kb + j)];
-  }
-  DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? b_scale_upload : o.b_tensor_scale);
+  DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? gemm_b_block_scales(o)
+                                                               : o.b_tensor_scale);
   DeviceArray<float> d_a_scale(std::vector<float>{o.a_tensor_scale});
 
   for (int64_t hint : hints)
@@ -315,22 +319,14 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
   const std::vector<std::vector<int>> layouts = {
       {17, 0, 300, 1, 0}, {0, 0, 0, 0, 0}, {65, 128, 0, 64, 61}};
   const Operands o = make_operands(op, groups, rows, n, k, 99 + static_cast<int>(op));
-  std::vector<float> b_scale_upload;
-  if (op == GemmOperand::kFP8Block128) {
-    const int64_t nb = n / 128, kbk = k / 128;
-    b_scale_upload.resize(o.b_tensor_scale.size());
-    for (int g = 0; g < groups; ++g)
-      for (int64_t i = 0; i < nb; ++i)
-        for (int64_t j = 0; j < kbk; ++j)
-          b_scale_upload[static_cast<size_t>(b_block_scale_index(g, nb, kbk, i, j))] =
-              o.b_tensor_scale[static_cast<size_t>((g * nb + i) * kbk + j)];
-  }
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<float> unit(-0.5f, 0.5f);
   std::vector<float> bias(static_cast<size_t>(groups * n));
   for (auto& b : bias) b = unit(rng);
   DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
-  DeviceArray<float> d_b_scale(b_scale_upload), d_bias(bias);
+  DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? gemm_b_block_scales(o)
+                                                               : std::vector<float>{});
+  DeviceArray<float> d_bias(bias);
   DeviceArray<uint16_t> d_h(static_cast<size_t>(rows * n));
   const size_t bytes = act_element_bytes(f);
   DeviceArray<uint8_t> out_pass(static_cast<size_t>((rows + kGuardRows) * inter) * bytes);
