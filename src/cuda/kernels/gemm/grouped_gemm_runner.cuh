@@ -251,8 +251,8 @@ class GroupedGemmRunner final : public GroupedGemm {
       // (sm90_act_epilogue.cuh), for device A/Bs only.
       const char* diag = std::getenv("SERVEKIT_DIAG_FUSED_EPI");
       act.diag = diag == nullptr || *diag == '\0' ? 0 : std::atoi(diag);
-      SERVEKIT_CHECK(act.diag == 0 || act.diag == 2 || act.diag == 5 || act.diag == 6,
-                     "SERVEKIT_DIAG_FUSED_EPI='", diag, "' must be 0, 2, 5 or 6");
+      SERVEKIT_CHECK(act.diag == 0 || act.diag == 2 || (act.diag >= 5 && act.diag <= 8),
+                     "SERVEKIT_DIAG_FUSED_EPI='", diag, "' must be 0, 2, 5, 6, 7 or 8");
     }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;

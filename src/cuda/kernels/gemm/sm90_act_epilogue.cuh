@@ -104,6 +104,10 @@ struct ActEpilogue : Base {
     //      store)
     //   6: the fused store, then the two warp groups meet at CUTLASS's epilogue barrier
     //   2: neither (hung in session 24)
+    //   7: the fused store, then store() of the first subtile only (the barrier, smem, one TMA
+    //      store and its commit, as for D, for 1/8 of it)
+    //   8: the fused store, then a ~2 us spin on the clock (store()'s time, no protocol step):
+    //      passes if the hang is a race that store()'s duration hides
     if (act_.diag == 0) {
       auto states =
           Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
@@ -121,10 +125,15 @@ struct ActEpilogue : Base {
       cutlass::arch::NamedBarrier::sync(cute::size(TiledMma{}),
                                         cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
     }
-    if (act_.diag == 5) {
+    if (act_.diag == 5 || act_.diag == 7) {
       return Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
                          tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
-                         shared_tensors, store_tensormap, 1 << 30);
+                         shared_tensors, store_tensormap, act_.diag == 5 ? 1 << 30 : 0);
+    }
+    if (act_.diag == 8) {
+      const long long t0 = clock64();
+      while (clock64() - t0 < 4000) {
+      }
     }
     return cute::make_tuple(load_state, store_state);
   }
