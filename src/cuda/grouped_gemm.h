@@ -69,8 +69,9 @@ struct GroupedGemmOperands {               // all device pointers
   int64_t rows_hint = 0;
   // Fused activation (shape.act enabled and fuses_activation(rows_hint)): act_out non-null
   // runs it, writing act_out [rows, N/2] (bf16, or e4m3 for kFP8Block128) and, for
-  // kFP8Block128, act_out_scale [rows * N/256] (a_block_scale_index with K/128 = N/256), besides
-  // D: for now D is still stored (sm90_act_epilogue.cuh says why), so d stays required.
+  // kFP8Block128, act_out_scale [rows * N/256] (a_block_scale_index with K/128 = N/256), instead
+  // of D: a fused run writes nothing to d (which stays required: the non-fused tiles of the
+  // same GEMM object use it).
   // act_bias: [G, N] fp32 in logical order (gate then up), or null.
   void* act_out = nullptr;
   float* act_out_scale = nullptr;

@@ -476,8 +476,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.rows_hint = rows_bound;  // picks the tile: 64 rows for short expert groups
   g1.pdl = pdl_;
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
-  // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2 as
-  // well as H1, and stop 3 includes the activation).
+  // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2
+  // instead of H1, and stop 3 includes the activation).
   const bool fused = w13_interleaved_ && gemm1_->fuses_activation(rows_bound);
   if (fused) {
     g1.act_out = a2_.get();

@@ -247,12 +247,6 @@ class GroupedGemmRunner final : public GroupedGemm {
       act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
       act.ptr_scale = arrays_.act_scale;
       act.ptr_bias = arrays_.act_bias;
-      // SERVEKIT_DIAG_FUSED_EPI: the epilogue forms of the session-24 hang hunt
-      // (sm90_act_epilogue.cuh), for device A/Bs only.
-      const char* diag = std::getenv("SERVEKIT_DIAG_FUSED_EPI");
-      act.diag = diag == nullptr || *diag == '\0' ? 0 : std::atoi(diag);
-      SERVEKIT_CHECK(act.diag == 0 || act.diag == 2 || (act.diag >= 5 && act.diag <= 8),
-                     "SERVEKIT_DIAG_FUSED_EPI='", diag, "' must be 0, 2, 5, 6, 7 or 8");
     }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;

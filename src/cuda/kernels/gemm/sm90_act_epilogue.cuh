@@ -19,9 +19,8 @@
 // Per run the fusion is on when the runner's setup kernel wrote a non-null ptr_out for the
 // tile's group (all groups of a run alike); the intermediate's stores go straight from registers
 // to global memory (4-byte bf16 pairs or 2-byte e4m3 pairs), rows past the group's end and the
-// 1x2 cluster's tile past N not written. CUTLASS's TMA epilogue then stores D as it does without
-// the fusion: skipping it hung the kernel in session 24 (see store() below), so for now a fused
-// run writes both D and the intermediate.
+// 1x2 cluster's tile past N not written. A fused tile writes no D (GEMM1's bf16 output): its
+// only duty left from CUTLASS's store() is releasing the epilogue load stages (store() below).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -46,7 +45,6 @@ struct ActEpilogueParams {
   void* const* ptr_out = nullptr;               // group's first intermediate row, or null: unfused
   float* const* ptr_scale = nullptr;            // kFP8Block128: group's block of 1x128 scales
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
-  int diag = 0;  // SERVEKIT_DIAG_FUSED_EPI (debugging, store() below): 0 the default
 };
 
 template <class Base>
@@ -78,6 +76,14 @@ struct ActEpilogue : Base {
   ActEpilogue(Params const& params, TensorStorage& shared)
       : Base(params, shared), act_(params.act) {}
 
+  // Epilogue subtiles per tile: the load stages the producer warp commits per tile.
+  static constexpr int kSubtiles = static_cast<int>(cute::size<0>(typename Base::CtaTileMNK{}) /
+                                                    cute::size<0>(typename Base::EpilogueTile{})) *
+                                   static_cast<int>(cute::size<1>(typename Base::CtaTileMNK{}) /
+                                                    cute::size<1>(typename Base::EpilogueTile{}));
+  static_assert(!Base::DispatchPolicy::ReuseSmemC,
+                "the fused tile's stage release follows store() without smem reuse");
+
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
             class AccLayout, class TiledMma, class TensorMapD>
   CUTLASS_DEVICE auto store(LoadPipeline load_pipeline, LoadPipelineState load_state,
@@ -94,51 +100,40 @@ struct ActEpilogue : Base {
                          tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
                          shared_tensors, store_tensormap, subtile_idx);
     }
-    // Session 24: every run that skipped CUTLASS's store() hung (even with the fused store
-    // returning at once), and runs that also called it passed the GPU test bit for bit; why is
-    // not known yet. So D is still stored, first (the fused store after it keeps the register
-    // peak of the fp8 tile's epilogue at CUTLASS's: no spills), and the forms without D stay
-    // behind the diagnostic switch for the next device call (docs/perf-notes.md, twenty-fourth
-    // pass):
-    //   5: the fused store, then CUTLASS's store() with every subtile skipped (no smem, no TMA
-    //      store)
-    //   6: the fused store, then the two warp groups meet at CUTLASS's epilogue barrier
-    //   2: neither (hung in session 24)
-    //   7: the fused store, then store() of the first subtile only (the barrier, smem, one TMA
-    //      store and its commit, as for D, for 1/8 of it)
-    //   8: the fused store, then a ~2 us spin on the clock (store()'s time, no protocol step):
-    //      passes if the hang is a race that store()'s duration hides
-    if (act_.diag == 0) {
-      auto states =
-          Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
-                      tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
-                      shared_tensors, store_tensormap, subtile_idx);
-      fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
-                  tiled_mma, thread_idx);
-      return states;
-    }
-    if (act_.diag != 2) {
-      fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
-                  tiled_mma, thread_idx);
-    }
-    if (act_.diag == 6) {
-      cutlass::arch::NamedBarrier::sync(cute::size(TiledMma{}),
-                                        cutlass::arch::ReservedNamedBarriers::EpilogueBarrier);
-    }
-    if (act_.diag == 5 || act_.diag == 7) {
-      return Base::store(load_pipeline, load_state, store_pipeline, store_state, problem_shape_mnkl,
-                         tile_shape_mnk, tile_coord_mnkl, accumulators, tiled_mma, thread_idx,
-                         shared_tensors, store_tensormap, act_.diag == 5 ? 1 << 30 : 0);
-    }
-    if (act_.diag == 8) {
-      const long long t0 = clock64();
-      while (clock64() - t0 < 4000) {
-      }
-    }
+    // The fused tile stores no D. CUTLASS's store() also does the consumer half of the epilogue
+    // load pipeline: with per-group alpha/beta pointer arrays (the ptr-array LinearCombination)
+    // the fusion reports a producer load, so the epilogue's producer warp acquires and commits
+    // one load stage per epilogue subtile of every tile, C or no C, and waits for the math
+    // warps to release them. A tile that skipped store() never released its stages: the
+    // producer warp waited forever and the kernel hung (session 24; found in session 25 with
+    // cuda-gdb: every warp of the stuck CTAs had exited but the epilogue producer, waiting on
+    // an empty barrier). So the fused tile releases its subtiles' stages itself, half before
+    // its store (the producer filled those during the mainloop) and half after (by then the
+    // producer has refilled them).
+    constexpr int kHalf = kSubtiles / 2;
+    load_state = release_load_stages<kHalf>(load_pipeline, load_state);
+    fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
+                tiled_mma, thread_idx);
+    load_state = release_load_stages<kSubtiles - kHalf>(load_pipeline, load_state);
     return cute::make_tuple(load_state, store_state);
   }
 
  private:
+  // store()'s consumer side of the epilogue load pipeline for N subtiles, without the data
+  // (there is no C): wait for the producer's commit, release the stage.
+  template <int N>
+  CUTLASS_DEVICE LoadPipelineState release_load_stages(LoadPipeline& pipeline,
+                                                       LoadPipelineState state) const {
+    if (!Base::is_producer_load_needed()) return state;
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < N; ++i) {
+      pipeline.consumer_wait(state);
+      pipeline.consumer_release(state);
+      ++state;
+    }
+    return state;
+  }
+
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
             class AccLayout, class TiledMma>
   CUTLASS_DEVICE void fused_store(void* out, int group, ProblemShapeMNKL problem_shape_mnkl,
@@ -197,10 +192,10 @@ struct ActEpilogue : Base {
     return activate<A>(g, u);
   }
 
-  // Values v, v + 1 (v even) are columns c, c + 1 of one row: each step computes and stores a
-  // pair, so no array of activated values lives beside the 128 accumulators (CUTLASS's store()
-  // runs after this with the accumulators still live). The e4m3 formats compute the activation
-  // twice, once for the 1x128 amax and once for the codes: the same function, the same values.
+  // Values v, v + 1 (v even) are columns c, c + 1 of one row. bf16 computes and stores a pair
+  // per step; the e4m3 formats keep the 64 activated values for the 1x128 amax (the gate and up
+  // accumulators each value consumes are dead after it, so the peak stays near the 128
+  // accumulators).
   template <Activation A, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
                                  CoordTensor const& coord) const {
@@ -224,13 +219,14 @@ struct ActEpilogue : Base {
     }
 
     // 1x128 blocks: the thread's two rows (flat bit 1), amax over the quad that shares them.
+    // Rows past the group's end take no part (their accumulators are the mainloop's zero-filled
+    // rows, but the pass never sees them either).
+    float y[kHalf];
     float amax[2] = {0.0f, 0.0f};
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < kHalf; ++v) {
-      if (row_of(v) < t.rows) {
-        amax[(v >> 1) & 1] =
-            quant::max_nan(amax[(v >> 1) & 1], fabsf(act_value<A>(t, acc, coord, v)));
-      }
+      y[v] = act_value<A>(t, acc, coord, v);
+      if (row_of(v) < t.rows) amax[(v >> 1) & 1] = quant::max_nan(amax[(v >> 1) & 1], fabsf(y[v]));
     }
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
@@ -246,8 +242,8 @@ struct ActEpilogue : Base {
       for (int v = 0; v < kHalf; v += 2) {
         const int i = (v >> 1) & 1;
         if (row_of(v) < t.rows) {
-          const uint16_t lo = quant::to_e4m3(act_value<A>(t, acc, coord, v) * inv[i]);
-          const uint16_t hi = quant::to_e4m3(act_value<A>(t, acc, coord, v + 1) * inv[i]);
+          const uint16_t lo = quant::to_e4m3(y[v] * inv[i]);
+          const uint16_t hi = quant::to_e4m3(y[v + 1] * inv[i]);
           *reinterpret_cast<uint16_t*>(o + at(v)) = static_cast<uint16_t>(lo | (hi << 8));
         }
       }
@@ -266,11 +262,8 @@ struct ActEpilogue : Base {
     for (int v = 0; v < kHalf; v += 2) {
       const int i = (v >> 1) & 1;
       if (row_of(v) < t.rows) {
-        const float a =
-            quant::from_e4m3(quant::to_e4m3(act_value<A>(t, acc, coord, v) * inv[i])) * scale[i];
-        const float b =
-            quant::from_e4m3(quant::to_e4m3(act_value<A>(t, acc, coord, v + 1) * inv[i])) *
-            scale[i];
+        const float a = quant::from_e4m3(quant::to_e4m3(y[v] * inv[i])) * scale[i];
+        const float b = quant::from_e4m3(quant::to_e4m3(y[v + 1] * inv[i])) * scale[i];
         *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(a, b);
       }
     }
