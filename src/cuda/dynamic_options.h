@@ -6,9 +6,10 @@
 //                                   graphs, docs/perf-notes.md); results are identical either
 //                                   way.
 //   SERVEKIT_DYNAMIC_FUSED_ACT=0|1  GEMM1's activation in its epilogue where the run's tile has
-//                                   it (default 0: it still stores GEMM1's output as well and is
-//                                   not measured faster yet; docs/perf-notes.md, twenty-fourth
-//                                   pass); results are identical either way.
+//                                   it, W13 interleaved at load (default 1: 1.1-1.4% faster on
+//                                   issue 3's rows; docs/perf-notes.md, twenty-fifth pass); 0
+//                                   keeps the usual W13 layout and the separate pass. Results
+//                                   are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

@@ -81,8 +81,8 @@ bool dynamic_pdl_from_env() {
 }
 bool dynamic_fused_act_from_env() {
   const char* v = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
-  if (v == nullptr) return false;
-  const std::optional<bool> on = cuda::parse_dynamic_switch(v, false);
+  if (v == nullptr) return true;
+  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
   SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_FUSED_ACT='", v, "' must be 1 or 0");
   return *on;
 }
@@ -145,11 +145,10 @@ class CudaMoEBackend final : public MoEBackend {
   cuda::PlanBuffers plan_;
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
   bool pdl_ = false;  // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
-  // SERVEKIT_DYNAMIC_FUSED_ACT=1 (off by default: not measured faster yet, dynamic_options.h):
-  // W13 in the fused activation's interleaved layout (gated activation, I % 128 == 0, bf16 or
-  // fp8_block128 operands, not fp8_per_tensor's tensor-wide scale), and GEMM1 runs the
-  // activation in its epilogue on the runs whose tile has it; the others run the activation pass
-  // on the interleaved output.
+  // SERVEKIT_DYNAMIC_FUSED_ACT (on by default, dynamic_options.h): W13 in the fused activation's
+  // interleaved layout (gated activation, I % 128 == 0, bf16 or fp8_block128 operands, not
+  // fp8_per_tensor's tensor-wide scale), and GEMM1 runs the activation in its epilogue on the runs
+  // whose tile has it; the others run the activation pass on the interleaved output.
   bool w13_interleaved_ = false;
   bool fused_act_ = false;
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP

@@ -483,7 +483,7 @@ TEST(MoECuda, TokenCounts) {
   }
 }
 
-// GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT=1, default 0) against the
+// GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT=1, the default) against the
 // separate activation pass on the usual W13 layout (=0), read at construction: two layers with
 // the same experts give the same bits, and the fused one matches the reference. 400 tokens at
 // top-4 of 16 with two shared experts: ~141 rows per group, so GEMM1 takes the 128-row tile (the

@@ -20,7 +20,7 @@ TEST(DynamicOptions, PdlIsOffUnlessSwitchedOn) {
   EXPECT_FALSE(parse_dynamic_pdl("OFF").has_value());
 }
 
-// SERVEKIT_DYNAMIC_FUSED_ACT's parser (off by default): empty means the default given.
+// SERVEKIT_DYNAMIC_FUSED_ACT's parser (on by default): empty means the default given.
 TEST(DynamicOptions, SwitchesTakeOnOrOff) {
   EXPECT_EQ(parse_dynamic_switch("", true), true);
   EXPECT_EQ(parse_dynamic_switch("", false), false);
