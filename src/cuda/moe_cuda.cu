@@ -150,7 +150,6 @@ class CudaMoEBackend final : public MoEBackend {
   // fp8_per_tensor's tensor-wide scale), and GEMM1 runs the activation in its epilogue on the runs
   // whose tile has it; the others run the activation pass on the interleaved output.
   bool w13_interleaved_ = false;
-  bool fused_act_ = false;
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
@@ -170,7 +169,6 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                  " is not a CUDA device");
   device_ = cfg.exec.device.index;
   pdl_ = dynamic_pdl_from_env();
-  fused_act_ = dynamic_fused_act_from_env();
   diag_stop_ = dynamic_stop_from_env();
   hidden_ = cfg.experts.hidden_size;
   inter_ = cfg.experts.intermediate_size;
@@ -212,9 +210,9 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(capacity_ < (int64_t{1} << 31), "moe cuda: max_num_tokens=", max_tokens_,
                  " x (top_k + shared) exceeds 2^31 permuted rows");
 
-  w13_interleaved_ = fused_act_ && dynamic_ok_ && activation_is_gated(cfg.activation) &&
-                     w13_rows_ == 2 * inter_ && inter_ % 128 == 0 &&
-                     act_ != ActFormat::kFP8PerTensor &&
+  w13_interleaved_ = dynamic_fused_act_from_env() && dynamic_ok_ &&
+                     activation_is_gated(cfg.activation) && w13_rows_ == 2 * inter_ &&
+                     inter_ % 128 == 0 && act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
 
   DeviceScope scope(device_);

@@ -4,7 +4,6 @@
 // group offsets followed by the persistent GEMM kernel. Included by exactly one .cu per format.
 #pragma once
 
-#include <cstdlib>
 #include <memory>
 #include <vector>
 

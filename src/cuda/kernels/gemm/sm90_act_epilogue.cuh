@@ -25,7 +25,6 @@
 
 #include <cuda_bf16.h>
 
-#include <cutlass/arch/barrier.h>
 #include <cutlass/cutlass.h>
 #include <cute/tensor.hpp>
 
