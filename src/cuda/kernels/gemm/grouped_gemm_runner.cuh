@@ -11,6 +11,7 @@
 
 #include <cutlass/util/packed_stride.hpp>
 
+#include "core/env.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
 #include "cuda/launch_pdl.h"
@@ -226,12 +227,14 @@ class GroupedGemmRunner final : public GroupedGemm {
     } else {
       args.mainloop = {arrays_.ptr_a, arrays_.stride_a, arrays_.ptr_b, arrays_.stride_b};
     }
-    auto& fusion = args.epilogue.thread;
-    fusion.alpha = 1.0f;
-    fusion.beta = 0.0f;
-    if constexpr (K::kGroupAlpha) {
-      fusion.alpha_ptr_array = arrays_.alpha_ptr;
-      fusion.dAlpha = {cute::_0{}, cute::_0{}, 1};  // one alpha per group
+    if constexpr (K::kLinCombFusion) {
+      auto& fusion = args.epilogue.thread;
+      fusion.alpha = 1.0f;
+      fusion.beta = 0.0f;
+      if constexpr (K::kGroupAlpha) {
+        fusion.alpha_ptr_array = arrays_.alpha_ptr;
+        fusion.dAlpha = {cute::_0{}, cute::_0{}, 1};  // one alpha per group
+      }
     }
     args.epilogue.ptr_C = nullptr;
     args.epilogue.dC = nullptr;
@@ -246,6 +249,9 @@ class GroupedGemmRunner final : public GroupedGemm {
       act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
       act.ptr_scale = arrays_.act_scale;
       act.ptr_bias = arrays_.act_bias;
+      // A/B switch of the fused tile's stores (sm90_act_epilogue.cuh): 1 = from registers.
+      static const bool direct = env_int("SERVEKIT_DIAG_FUSED_DIRECT_STORE", 0, 1, 0) != 0;
+      act.direct_store = direct;
     }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;

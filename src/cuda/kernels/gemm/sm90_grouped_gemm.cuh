@@ -122,13 +122,29 @@ struct Sm90GroupedGemm {
   using KernelSchedule = typename Schedules<Op, Sched>::Kernel;
   using EpilogueSchedule = typename Schedules<Op, Sched>::Epilogue;
 
-  // D = alpha * acc, alpha per group (fp8_per_tensor) or 1; no source C.
+  // D = alpha * acc with alpha per group (fp8_per_tensor), else D = acc; no source C.
+  // The ptr-array LinearCombination reads alpha and beta through Sm90ScalarBroadcastPtrArray,
+  // which reports a producer load: the epilogue's producer warp then commits one load stage per
+  // epilogue subtile of every tile and the math warps wait for and release each one, with no
+  // data behind them. The formats with alpha = 1 take the plain conversion of the accumulator
+  // instead (an EVT of one node), which loads nothing, so the producer warp stays idle.
+  // SERVEKIT_DIAG_EPI_LINCOMB=1 at compile time keeps LinearCombination for every format (A/B).
+#ifndef SERVEKIT_DIAG_EPI_LINCOMB
+#define SERVEKIT_DIAG_EPI_LINCOMB 0
+#endif
+  static constexpr bool kLinCombFusion = kGroupAlpha || SERVEKIT_DIAG_EPI_LINCOMB;
+  using FusionOp = cute::conditional_t<
+      kLinCombFusion,
+      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAcc, void, ElementAcc>,
+      cutlass::epilogue::fusion::Sm90EVT<
+          cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD,
+                                                 ElementAcc,
+                                                 cutlass::FloatRoundStyle::round_to_nearest>,
+          cutlass::epilogue::fusion::Sm90AccFetch>>;
   using BuiltEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementAcc, void, LayoutD*,
-      kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule,
-      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAcc, void,
-                                                   ElementAcc>>::CollectiveOp;
+      kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule, FusionOp>::CollectiveOp;
   // The 128x256 cooperative tiles of bf16 and fp8_block128 can also run GEMM1's activation in
   // their epilogue (sm90_act_epilogue.cuh, gemm_tile_fuses_activation), chosen per run.
   static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
