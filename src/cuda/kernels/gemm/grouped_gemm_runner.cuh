@@ -11,7 +11,6 @@
 
 #include <cutlass/util/packed_stride.hpp>
 
-#include "core/env.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
 #include "cuda/launch_pdl.h"
@@ -249,9 +248,6 @@ class GroupedGemmRunner final : public GroupedGemm {
       act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
       act.ptr_scale = arrays_.act_scale;
       act.ptr_bias = arrays_.act_bias;
-      // A/B switch of the fused tile's stores (sm90_act_epilogue.cuh): 1 = from registers.
-      static const bool direct = env_int("SERVEKIT_DIAG_FUSED_DIRECT_STORE", 0, 1, 0) != 0;
-      act.direct_store = direct;
     }
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;

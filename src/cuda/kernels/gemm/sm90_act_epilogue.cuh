@@ -17,19 +17,16 @@
 // the reciprocal scale). The GPU test compares the two paths bit for bit.
 //
 // Per run the fusion is on when the runner's setup kernel wrote a non-null ptr_out for the
-// tile's group (all groups of a run alike). A fused tile writes no D (GEMM1's bf16 output), so
-// D's shared-memory buffer is free: each warp stages its 16 rows of the intermediate there
-// (2 KB per warp: 64 bf16 columns at a time, or all 128 e4m3 columns) and writes them back as
-// whole 128-byte lines, 16 bytes per lane (stage_and_store). Rows past the group's end and the
-// 1x2 cluster's tile past N are not written. The direct form (each thread's 4-byte bf16 or
-// 2-byte e4m3 pairs straight from registers: a warp's store touches 8 rows of 16 or 8 bytes)
-// stays for A/B runs under SERVEKIT_DIAG_FUSED_STORE=direct. The fused tile's other duty left
-// from CUTLASS's store() is releasing the epilogue load stages (store() below).
+// tile's group (all groups of a run alike); the intermediate's stores go straight from registers
+// to global memory (4-byte bf16 pairs or 2-byte e4m3 pairs), rows past the group's end and the
+// 1x2 cluster's tile past N not written. Staging each warp's 16 rows in D's free shared memory
+// and writing whole 128-byte lines instead was measured level to 1.3% slower (session 26,
+// docs/perf-notes.md): L2 takes the partial-sector writes well, and the staging round trip
+// lies on the epilogue's critical path. A fused tile writes no D (GEMM1's bf16 output): its
+// only duty left from CUTLASS's store() is releasing the epilogue load stages (store() below).
 #pragma once
 
 #include <cuda_bf16.h>
-
-#include <utility>
 
 #include <cutlass/cutlass.h>
 #include <cute/tensor.hpp>
@@ -50,7 +47,6 @@ struct ActEpilogueParams {
   void* const* ptr_out = nullptr;               // group's first intermediate row, or null: unfused
   float* const* ptr_scale = nullptr;            // kFP8Block128: group's block of 1x128 scales
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
-  bool direct_store = false;  // A/B only: stores from registers instead of the staged lines
 };
 
 template <class Base>
@@ -110,7 +106,9 @@ struct ActEpilogue : Base {
     // load pipeline: with per-group alpha/beta pointer arrays (the ptr-array LinearCombination)
     // the fusion reports a producer load, so the epilogue's producer warp acquires and commits
     // one load stage per epilogue subtile of every tile, C or no C, and waits for the math
-    // warps to release them. A tile that skipped store() never released its stages: the
+    // warps to release them. (Since session 26 the formats that fuse take a fusion without
+    // loads, sm90_grouped_gemm.cuh, and the release below compiles to nothing; it stays for any
+    // fusion that loads.) A tile that skipped store() never released its stages: the
     // producer warp waited forever and the kernel hung (session 24; found in session 25 with
     // cuda-gdb: every warp of the stuck CTAs had exited but the epilogue producer, waiting on
     // an empty barrier). So the fused tile releases its subtiles' stages itself, half before
@@ -119,8 +117,7 @@ struct ActEpilogue : Base {
     constexpr int kHalf = kSubtiles / 2;
     load_state = release_load_stages<kHalf>(load_pipeline, load_state);
     fused_store(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, accumulators,
-                tiled_mma, thread_idx,
-                reinterpret_cast<uint8_t*>(shared_tensors.collective.smem_D.begin()));
+                tiled_mma, thread_idx);
     load_state = release_load_stages<kSubtiles - kHalf>(load_pipeline, load_state);
     return cute::make_tuple(load_state, store_state);
   }
@@ -146,7 +143,7 @@ struct ActEpilogue : Base {
   CUTLASS_DEVICE void fused_store(void* out, int group, ProblemShapeMNKL problem_shape_mnkl,
                                   TileShapeMNK tile_shape_mnk, TileCoordMNKL tile_coord_mnkl,
                                   cute::Tensor<AccEngine, AccLayout> const& acc, TiledMma tiled_mma,
-                                  int thread_idx, uint8_t* smem_d) const {
+                                  int thread_idx) const {
     using namespace cute;
     static_assert(size<0>(TileShapeMNK{}) == 128 && size<1>(TileShapeMNK{}) == 256,
                   "the fused activation is written for the 128x256 tile");
@@ -167,10 +164,6 @@ struct ActEpilogue : Base {
     t.bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
-    // The warp's 16 rows of the tile (the m64 atom gives warp w of a warp group rows
-    // [16w, 16w + 16) of the group's 64) and its 2 KB of D's buffer.
-    t.warp_row0 = static_cast<int>(get<0>(coord(0))) & ~15;
-    t.stage = smem_d + (thread_idx / 32) * kWarpStageBytes;
     // The activation is picked once per tile, not per value.
     switch (act_.activation) {
       case Activation::kSwiGLU:
@@ -186,39 +179,7 @@ struct ActEpilogue : Base {
     void* out = nullptr;
     int group = 0, rows = 0, row0 = 0, block = 0;
     const float* bias = nullptr;
-    int warp_row0 = 0;         // the warp's first row within the tile
-    uint8_t* stage = nullptr;  // the warp's staging buffer (kWarpStageBytes)
   };
-
-  // Staging: 16 rows x 128 bytes per warp, the 16-byte chunk of row r at chunk ^ (r & 7), so
-  // that the quads' writes (8 rows, the same column) and the lanes' 16-byte reads (8 chunks of
-  // one row) both spread over all banks.
-  static constexpr int kWarpStageBytes = 16 * 128;
-  static constexpr int kConsumerWarps = 8;  // two math warp groups
-  static_assert(sizeof(std::declval<TensorStorage&>().collective.smem_D) >=
-                    kConsumerWarps * kWarpStageBytes,
-                "D's shared-memory buffer stages the eight warps' rows");
-  CUTLASS_DEVICE static int stage_offset(int row, int byte) {
-    return row * 128 + ((((byte >> 4) ^ row) & 7) << 4) + (byte & 15);
-  }
-  // Writes the warp's staged 16 x 128 bytes to rows warp_row0.. of the tile, 128 bytes from
-  // byte column col_byte of each row (row pitch pitch bytes), rows past the group's end skipped.
-  // The caller has written the buffer; __syncwarp on both sides orders the lanes' accesses.
-  CUTLASS_DEVICE void flush_stage(Tile const& t, int64_t pitch, int64_t col_byte) const {
-    __syncwarp();
-    const int lane = threadIdx.x & 31;
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < 4; ++i) {
-      const int chunk = i * 32 + lane, r = chunk >> 3, c = chunk & 7;
-      const int row = t.row0 + t.warp_row0 + r;
-      const uint4 v = *reinterpret_cast<const uint4*>(t.stage + stage_offset(r, c << 4));
-      if (row < t.rows) {
-        *reinterpret_cast<uint4*>(static_cast<uint8_t*>(t.out) + int64_t{row} * pitch + col_byte +
-                                  (c << 4)) = v;
-      }
-    }
-    __syncwarp();
-  }
 
   // act(bf16(gate) + bias, bf16(up) + bias) of the gate half's flat value v (< 64): gate is
   // acc(v), up acc(v + 64), at column coord(v) of the 128-column block.
@@ -249,41 +210,14 @@ struct ActEpilogue : Base {
     auto at = [&](int v) {
       return int64_t{row_of(v)} * cols + col0 + static_cast<int>(cute::get<1>(coord(v)));
     };
-    // Flat values [32h, 32h + 32) are columns [64h, 64h + 64): one staged half per bf16 pass.
-    // Staging offsets from the atom's layout, not from coord: flat value v (even) is row
-    // lane / 4 + 8 * ((v >> 1) & 1) of the warp's 16 and column 8 * (v >> 2) + 2 * (lane & 3) of
-    // the block, so the chunk index is a constant per v and the XOR the only run-time part
-    // (the bit-exact GPU test against the unfused path checks this layout).
-    const int lane = static_cast<int>(threadIdx.x & 31), quad_row = lane >> 2;
-    auto stage_at = [&](int v, int chunk, int within) {
-      const int r = quad_row + 8 * ((v >> 1) & 1);
-      return t.stage + r * 128 + (((chunk ^ quad_row) & 7) << 4) + within;
-    };
-    auto stage_bf16 = [&](int v, __nv_bfloat162 pair) {  // 64 columns: chunk = (v >> 2) & 7
-      *reinterpret_cast<__nv_bfloat162*>(stage_at(v, (v >> 2) & 7, 4 * (lane & 3))) = pair;
-    };
-    const int64_t bf16_pitch = int64_t{cols} * 2;
     if (act_.format == ActFormat::kBF16) {
       auto* o = static_cast<__nv_bfloat16*>(t.out);
-      if (act_.direct_store) {
-        CUTLASS_PRAGMA_UNROLL
-        for (int v = 0; v < kHalf; v += 2) {
-          if (row_of(v) < t.rows) {
-            *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(
-                act_value<A>(t, acc, coord, v), act_value<A>(t, acc, coord, v + 1));
-          }
-        }
-        return;
-      }
       CUTLASS_PRAGMA_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        __syncwarp();  // the lanes' reads of the buffer (previous half or tile) are done
-        CUTLASS_PRAGMA_UNROLL
-        for (int v = 32 * h; v < 32 * h + 32; v += 2) {
-          stage_bf16(v, __floats2bfloat162_rn(act_value<A>(t, acc, coord, v),
-                                              act_value<A>(t, acc, coord, v + 1)));
+      for (int v = 0; v < kHalf; v += 2) {
+        if (row_of(v) < t.rows) {
+          *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(
+              act_value<A>(t, acc, coord, v), act_value<A>(t, acc, coord, v + 1));
         }
-        flush_stage(t, bf16_pitch, int64_t{col0 + 64 * h} * 2);
       }
       return;
     }
@@ -308,22 +242,15 @@ struct ActEpilogue : Base {
     }
     if (act_.format == ActFormat::kFP8Block128) {
       auto* o = static_cast<uint8_t*>(t.out);
-      if (!act_.direct_store) __syncwarp();  // the lanes' reads of the previous tile are done
       CUTLASS_PRAGMA_UNROLL
       for (int v = 0; v < kHalf; v += 2) {
         const int i = (v >> 1) & 1;
-        const uint16_t lo = quant::to_e4m3(y[v] * inv[i]);
-        const uint16_t hi = quant::to_e4m3(y[v + 1] * inv[i]);
-        const uint16_t pair = static_cast<uint16_t>(lo | (hi << 8));
-        if (act_.direct_store) {
-          if (row_of(v) < t.rows) *reinterpret_cast<uint16_t*>(o + at(v)) = pair;
-        } else {
-          // 128 e4m3 columns: byte 8 * (v >> 2) + 2 * (lane & 3) of the row.
-          *reinterpret_cast<uint16_t*>(
-              stage_at(v, (v >> 3) & 7, 8 * ((v >> 2) & 1) + 2 * (lane & 3))) = pair;
+        if (row_of(v) < t.rows) {
+          const uint16_t lo = quant::to_e4m3(y[v] * inv[i]);
+          const uint16_t hi = quant::to_e4m3(y[v + 1] * inv[i]);
+          *reinterpret_cast<uint16_t*>(o + at(v)) = static_cast<uint16_t>(lo | (hi << 8));
         }
       }
-      if (!act_.direct_store) flush_stage(t, cols, col0);
       if ((threadIdx.x & 3) == 0) {  // a_block_scale_index within the group's block
         float* s = act_.ptr_scale[t.group] + int64_t{t.block} * t.rows;
         CUTLASS_PRAGMA_UNROLL
@@ -335,25 +262,14 @@ struct ActEpilogue : Base {
     }
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
     auto* o = static_cast<__nv_bfloat16*>(t.out);
-    auto round_trip = [&](int v) {
-      const int i = (v >> 1) & 1;
-      const float a = quant::from_e4m3(quant::to_e4m3(y[v] * inv[i])) * scale[i];
-      const float b = quant::from_e4m3(quant::to_e4m3(y[v + 1] * inv[i])) * scale[i];
-      return __floats2bfloat162_rn(a, b);
-    };
-    if (act_.direct_store) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < kHalf; v += 2) {
-        if (row_of(v) < t.rows) *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = round_trip(v);
-      }
-      return;
-    }
     CUTLASS_PRAGMA_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      __syncwarp();
-      CUTLASS_PRAGMA_UNROLL
-      for (int v = 32 * h; v < 32 * h + 32; v += 2) stage_bf16(v, round_trip(v));
-      flush_stage(t, bf16_pitch, int64_t{col0 + 64 * h} * 2);
+    for (int v = 0; v < kHalf; v += 2) {
+      const int i = (v >> 1) & 1;
+      if (row_of(v) < t.rows) {
+        const float a = quant::from_e4m3(quant::to_e4m3(y[v] * inv[i])) * scale[i];
+        const float b = quant::from_e4m3(quant::to_e4m3(y[v + 1] * inv[i])) * scale[i];
+        *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(a, b);
+      }
     }
   }
 
