@@ -141,10 +141,24 @@ struct Sm90GroupedGemm {
                                                  ElementAcc,
                                                  cutlass::FloatRoundStyle::round_to_nearest>,
           cutlass::epilogue::fusion::Sm90AccFetch>>;
+  // Epilogue subtile: the builder's choice (128x32 for the 128x256 tiles: 8 subtiles a tile, two
+  // 8 KB D stages). A/B only: -DSERVEKIT_DIAG_EPI_TILE_N=64 gives the bf16 128x256 tile 128x64
+  // subtiles (4 a tile, two 16 KB stages; the kernel's shared memory grows from 215040 to
+  // 231424 bytes and keeps 4 mainloop stages; fp8_block128 would drop to 3, so it keeps Auto).
+#ifndef SERVEKIT_DIAG_EPI_TILE_N
+#define SERVEKIT_DIAG_EPI_TILE_N 0
+#endif
+  static constexpr int kEpiTileN = Op == GemmOperand::kBF16 && TileM == 128 && TileN == 256 &&
+                                           Sched == GemmSchedule::kCooperative
+                                       ? SERVEKIT_DIAG_EPI_TILE_N
+                                       : 0;
+  using EpilogueTile =
+      cute::conditional_t<kEpiTileN == 0, cutlass::epilogue::collective::EpilogueTileAuto,
+                          cute::Shape<cute::_128, cute::Int<kEpiTileN == 0 ? 32 : kEpiTileN>>>;
   using BuiltEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
-      cutlass::epilogue::collective::EpilogueTileAuto, ElementAcc, ElementAcc, void, LayoutD*,
-      kAlignD, ElementD, LayoutD*, kAlignD, EpilogueSchedule, FusionOp>::CollectiveOp;
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpilogueTile,
+      ElementAcc, ElementAcc, void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD,
+      EpilogueSchedule, FusionOp>::CollectiveOp;
   // The 128x256 cooperative tiles of bf16 and fp8_block128 can also run GEMM1's activation in
   // their epilogue (sm90_act_epilogue.cuh, gemm_tile_fuses_activation), chosen per run.
   static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
