@@ -226,14 +226,12 @@ class GroupedGemmRunner final : public GroupedGemm {
     } else {
       args.mainloop = {arrays_.ptr_a, arrays_.stride_a, arrays_.ptr_b, arrays_.stride_b};
     }
-    if constexpr (K::kLinCombFusion) {
+    if constexpr (K::kGroupAlpha) {  // LinearCombination; the other formats' fusion takes none
       auto& fusion = args.epilogue.thread;
       fusion.alpha = 1.0f;
       fusion.beta = 0.0f;
-      if constexpr (K::kGroupAlpha) {
-        fusion.alpha_ptr_array = arrays_.alpha_ptr;
-        fusion.dAlpha = {cute::_0{}, cute::_0{}, 1};  // one alpha per group
-      }
+      fusion.alpha_ptr_array = arrays_.alpha_ptr;
+      fusion.dAlpha = {cute::_0{}, cute::_0{}, 1};  // one alpha per group
     }
     args.epilogue.ptr_C = nullptr;
     args.epilogue.dC = nullptr;

@@ -132,9 +132,8 @@ struct Sm90GroupedGemm {
   // rounds, both with that call's staged fused store, us): qwen3-30b bf16 2048 tokens 512.8 / 511.5
   // vs 519.2 / 518.2, 8192 1298.4 / 1291.5 vs 1306.9 / 1307.7; deepseek-v3 fp8_block128 8192 9082.6
   // / 9126.9 vs 9274.9 / 9286.7.
-  static constexpr bool kLinCombFusion = kGroupAlpha;
   using FusionOp = cute::conditional_t<
-      kLinCombFusion,
+      kGroupAlpha,
       cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAcc, void, ElementAcc>,
       cutlass::epilogue::fusion::Sm90EVT<
           cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD,
@@ -144,7 +143,8 @@ struct Sm90GroupedGemm {
   // Epilogue subtile: the builder's choice (128x32 for the 128x256 tiles: 8 subtiles a tile, two
   // 8 KB D stages). A/B only: -DSERVEKIT_DIAG_EPI_TILE_N=64 gives the bf16 128x256 tile 128x64
   // subtiles (4 a tile, two 16 KB stages; the kernel's shared memory grows from 215040 to
-  // 231424 bytes and keeps 4 mainloop stages; fp8_block128 would drop to 3, so it keeps Auto).
+  // 232448 bytes, the limit, and keeps 4 mainloop stages; fp8_block128 would drop to 3, so it keeps
+  // Auto).
 #ifndef SERVEKIT_DIAG_EPI_TILE_N
 #define SERVEKIT_DIAG_EPI_TILE_N 0
 #endif
