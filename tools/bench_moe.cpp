@@ -313,7 +313,7 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
   const uint64_t seed = row_seed(opt.seed, row.preset, cfg.quant.method, T, skew);
 
   const std::vector<uint16_t> hidden = make_hidden(seed, T, H);
-  const std::vector<float> logits = make_router_logits(seed + 1, T, E, skew);
+  const std::vector<float> logits = make_router_logits(seed + 1, T, E, skew, K);
   DeviceBuffer d_hidden(hidden.size() * 2), d_logits(logits.size() * 4), d_out(hidden.size() * 2);
   DeviceBuffer d_bias(g.bias.size() * 4);
   SERVEKIT_CUDA_CHECK(

@@ -112,8 +112,8 @@ MoERun parse_moe_run(int argc, char** argv) {
   exec.num_threads = static_cast<int>(args.get_int("threads", 0, 0, 4096));
   run.check = args.has("check");
   exec.keep_host_weights = run.check;  // the reference reads the prepared host copy
-  run.skew =
-      parse_routing_skew(args.get_choice("routing", "uniform", {"uniform", "skewed", "one"}));
+  run.skew = parse_routing_skew(
+      args.get_choice("routing", "uniform", {"uniform", "skewed", "one", "balanced"}));
   run.seed = args.get_uint("seed", 1);
   run.repeats =
       static_cast<int>(args.get_int("repeats", exec.device.is_cuda() ? 20 : 3, 1, 100000));
@@ -140,7 +140,7 @@ HostInputs make_inputs(const MoERun& run) {
   const RoutingConfig& r = run.cfg.routing;
   HostInputs in;
   in.hidden = make_hidden(run.seed, run.tokens, run.cfg.experts.hidden_size);
-  in.logits = make_router_logits(run.seed, run.tokens, r.num_experts, run.skew);
+  in.logits = make_router_logits(run.seed, run.tokens, r.num_experts, run.skew, r.top_k);
   if (routing_uses_bias(r.method)) in.bias = make_correction_bias(run.seed, r.num_experts);
   return in;
 }

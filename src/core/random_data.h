@@ -29,16 +29,23 @@ struct HostExpert {
 // so that activations stay O(1): U(-a, a) with a = sqrt(3 / fan_in).
 HostExpert make_random_expert(const MoEConfig& cfg, uint64_t seed, int index, bool with_bias);
 
-enum class RoutingSkew : uint8_t { kUniform, kSkewed, kOneExpert };
+enum class RoutingSkew : uint8_t { kUniform, kSkewed, kOneExpert, kBalanced };
 // Router logits [T, E]: kUniform draws N(0, 1); kSkewed adds a Zipf-like bonus that sends most
 // tokens to a few experts (expert j gets +6/(1+j) after a seeded shuffle); kOneExpert shifts
 // every logit by -4 and one seeded expert by +30 more, so every token routes to it (top-1 under
 // every method: the others' sigmoid stays < 0.12, below the hot expert's 1 even with a +-0.1
 // correction bias) while the other slots stay random: the worst case of the static path's
-// virtual-expert split.
+// virtual-expert split. kBalanced (needs top_k in [1, num_experts]) gives token t the experts
+// (t * top_k + j) mod E, j < top_k, at +4 and every other expert at -4 (each plus N(0, 0.1)):
+// every expert gets floor or ceil(tokens * top_k / E) rows, the case without tile padding. The
+// margin (sigmoid 0.98 against 0.02) outlasts a +-0.1 correction bias, and a token's experts are
+// consecutive, so with top_k <= the group size they fall in at most two groups of a
+// group-limited router, and those rank first (it must keep >= 2 groups, as the presets do). Without
+// top_k (0) only the other kinds are accepted.
 std::vector<float> make_router_logits(uint64_t seed, int64_t tokens, int num_experts,
-                                      RoutingSkew skew);
-// "uniform", "skewed" or "one", and back; parse_routing_skew throws Error for any other name.
+                                      RoutingSkew skew, int top_k = 0);
+// "uniform", "skewed", "one" or "balanced", and back; parse_routing_skew throws Error for any
+// other name.
 const char* routing_skew_name(RoutingSkew skew);
 RoutingSkew parse_routing_skew(const std::string& name);
 // Correction bias [E] (DeepSeek-V3 / MiniMax): small values U(-0.1, 0.1).

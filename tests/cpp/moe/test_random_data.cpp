@@ -104,9 +104,47 @@ TEST(RandomData, RouterLogitsOneExpert) {
     EXPECT_GT(second.size(), 4u) << routing_name(m);
   }
   EXPECT_EQ(parse_routing_skew("one"), RoutingSkew::kOneExpert);
-  for (RoutingSkew s : {RoutingSkew::kUniform, RoutingSkew::kSkewed, RoutingSkew::kOneExpert})
+  for (RoutingSkew s : {RoutingSkew::kUniform, RoutingSkew::kSkewed, RoutingSkew::kOneExpert,
+                        RoutingSkew::kBalanced})
     EXPECT_EQ(parse_routing_skew(routing_skew_name(s)), s);
   EXPECT_THROW(parse_routing_skew("zipf"), Error);
+}
+
+// kBalanced: under every routing method each token takes the experts (t * K + j) mod E, so
+// every expert gets floor or ceil(T * K / E) rows (exactly T * K / E when E divides it).
+TEST(RandomData, RouterLogitsBalanced) {
+  const int E = 64, K = 6;
+  const std::vector<float> bias = make_correction_bias(9, E);
+  for (int T : {1, 7, 128, 1000}) {
+    const std::vector<float> logits = make_router_logits(9, T, E, RoutingSkew::kBalanced, K);
+    for (RoutingMethod m :
+         {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax, RoutingMethod::kDeepSeekV3,
+          RoutingMethod::kLlama4, RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax}) {
+      RoutingConfig cfg;
+      cfg.num_experts = E;
+      cfg.top_k = K;
+      cfg.method = m;
+      if (m == RoutingMethod::kDeepSeekV3) cfg.n_group = 8, cfg.topk_group = 2;
+      std::vector<int32_t> ids(size_t(T) * K);
+      std::vector<float> w(size_t(T) * K);
+      route_cpu(cfg, logits.data(), bias.data(), T, ids.data(), w.data());
+      std::vector<int> rows(E, 0);
+      for (int t = 0; t < T; ++t) {
+        std::set<int32_t> want, got(ids.begin() + t * K, ids.begin() + (t + 1) * K);
+        for (int j = 0; j < K; ++j) want.insert((t * K + j) % E);
+        ASSERT_EQ(got, want) << routing_name(m) << " T=" << T << " token " << t;
+        for (int32_t e : got) ++rows[e];
+      }
+      const int lo = T * K / E, hi = (T * K + E - 1) / E;
+      for (int e = 0; e < E; ++e) {
+        EXPECT_GE(rows[e], lo) << routing_name(m) << " T=" << T << " expert " << e;
+        EXPECT_LE(rows[e], hi) << routing_name(m) << " T=" << T << " expert " << e;
+      }
+    }
+  }
+  EXPECT_EQ(parse_routing_skew("balanced"), RoutingSkew::kBalanced);
+  EXPECT_THROW(make_router_logits(9, 8, E, RoutingSkew::kBalanced), Error);  // no top_k
+  EXPECT_THROW(make_router_logits(9, 8, E, RoutingSkew::kBalanced, E + 1), Error);
 }
 
 TEST(RandomData, RouterLogitsSkewAndInputs) {
