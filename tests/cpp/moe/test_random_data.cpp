@@ -79,23 +79,31 @@ TEST(RandomData, ExpertAloneEqualsExpertAmongOthers) {
   EXPECT_THROW(make_random_expert(cfg, 42, 17, false), Error);
 }
 
+// Top-K ids [T, K] of `logits` under routing method m (DeepSeek-V3: 8 groups, keep 2).
+std::vector<int32_t> route_ids(RoutingMethod m, const std::vector<float>& logits,
+                               const std::vector<float>& bias, int T, int E, int K) {
+  RoutingConfig cfg;
+  cfg.num_experts = E;
+  cfg.top_k = K;
+  cfg.method = m;
+  if (m == RoutingMethod::kDeepSeekV3) cfg.n_group = 8, cfg.topk_group = 2;
+  std::vector<int32_t> ids(size_t(T) * K);
+  std::vector<float> w(size_t(T) * K);
+  route_cpu(cfg, logits.data(), bias.data(), T, ids.data(), w.data());
+  return ids;
+}
+constexpr RoutingMethod kAllMethods[] = {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax,
+                                         RoutingMethod::kDeepSeekV3,  RoutingMethod::kLlama4,
+                                         RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax};
+
 // kOneExpert: every token's first choice is one expert under every routing method (deepseek's
 // group-limited selection included), and its other slots still vary between tokens.
 TEST(RandomData, RouterLogitsOneExpert) {
   const int E = 64, K = 6, T = 128;
   const std::vector<float> logits = make_router_logits(9, T, E, RoutingSkew::kOneExpert);
   const std::vector<float> bias = make_correction_bias(9, E);
-  for (RoutingMethod m :
-       {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax, RoutingMethod::kDeepSeekV3,
-        RoutingMethod::kLlama4, RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax}) {
-    RoutingConfig cfg;
-    cfg.num_experts = E;
-    cfg.top_k = K;
-    cfg.method = m;
-    if (m == RoutingMethod::kDeepSeekV3) cfg.n_group = 8, cfg.topk_group = 2;
-    std::vector<int32_t> ids(T * K);
-    std::vector<float> w(T * K);
-    route_cpu(cfg, logits.data(), bias.data(), T, ids.data(), w.data());
+  for (RoutingMethod m : kAllMethods) {
+    const std::vector<int32_t> ids = route_ids(m, logits, bias, T, E, K);
     std::set<int32_t> second;
     for (int t = 0; t < T; ++t) {
       ASSERT_EQ(ids[t * K], ids[0]) << routing_name(m) << " token " << t;
@@ -117,17 +125,8 @@ TEST(RandomData, RouterLogitsBalanced) {
   const std::vector<float> bias = make_correction_bias(9, E);
   for (int T : {1, 7, 128, 1000}) {
     const std::vector<float> logits = make_router_logits(9, T, E, RoutingSkew::kBalanced, K);
-    for (RoutingMethod m :
-         {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax, RoutingMethod::kDeepSeekV3,
-          RoutingMethod::kLlama4, RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax}) {
-      RoutingConfig cfg;
-      cfg.num_experts = E;
-      cfg.top_k = K;
-      cfg.method = m;
-      if (m == RoutingMethod::kDeepSeekV3) cfg.n_group = 8, cfg.topk_group = 2;
-      std::vector<int32_t> ids(size_t(T) * K);
-      std::vector<float> w(size_t(T) * K);
-      route_cpu(cfg, logits.data(), bias.data(), T, ids.data(), w.data());
+    for (RoutingMethod m : kAllMethods) {
+      const std::vector<int32_t> ids = route_ids(m, logits, bias, T, E, K);
       std::vector<int> rows(E, 0);
       for (int t = 0; t < T; ++t) {
         std::set<int32_t> want, got(ids.begin() + t * K, ids.begin() + (t + 1) * K);
