@@ -138,22 +138,21 @@ std::vector<float> make_router_logits(uint64_t seed, int64_t tokens, int num_exp
                                       RoutingSkew skew, int top_k) {
   SERVEKIT_CHECK(tokens >= 0 && num_experts >= 1, "make_router_logits: tokens=", tokens,
                  " and num_experts=", num_experts, " must be >= 0 and >= 1");
+  const bool balanced = skew == RoutingSkew::kBalanced;
+  SERVEKIT_CHECK(!balanced || (top_k >= 1 && top_k <= num_experts),
+                 "make_router_logits: balanced routing needs top_k in [1, num_experts=",
+                 num_experts, "], got ", top_k);
   std::vector<float> logits(static_cast<size_t>(tokens * num_experts));
-  if (skew == RoutingSkew::kBalanced) {
-    SERVEKIT_CHECK(top_k >= 1 && top_k <= num_experts,
-                   "make_router_logits: balanced routing needs ",
-                   "top_k in [1, num_experts=", num_experts, "], got ", top_k);
-    fill_normal_f32(seed, tagged(kLogitsTag, 0), logits.data(), logits.size(), 0.1f);
+  fill_normal_f32(seed, tagged(kLogitsTag, 0), logits.data(), logits.size(),
+                  balanced ? 0.1f : 1.0f);
+  if (balanced) {
     for (int64_t t = 0; t < tokens; ++t) {
       float* row = logits.data() + t * num_experts;
       for (int e = 0; e < num_experts; ++e) row[e] -= 4.0f;
       const int64_t first = t * top_k % num_experts;
       for (int j = 0; j < top_k; ++j) row[(first + j) % num_experts] += 8.0f;
     }
-    return logits;
-  }
-  fill_normal_f32(seed, tagged(kLogitsTag, 0), logits.data(), logits.size(), 1.0f);
-  if (skew == RoutingSkew::kSkewed) {
+  } else if (skew == RoutingSkew::kSkewed) {
     std::vector<int> perm(static_cast<size_t>(num_experts));
     std::iota(perm.begin(), perm.end(), 0);
     const uint64_t key = sequence_key(seed, tagged(kShuffleTag, 0));
