@@ -140,13 +140,16 @@ struct Sm90GroupedGemm {
                                                  ElementAcc,
                                                  cutlass::FloatRoundStyle::round_to_nearest>,
           cutlass::epilogue::fusion::Sm90AccFetch>>;
-  // Epilogue subtile: the builder's choice (128x32 for the 128x256 tiles: 8 subtiles a tile, two
-  // 8 KB D stages). A/B only: -DSERVEKIT_DIAG_EPI_TILE_N=64 gives the bf16 128x256 tile 128x64
-  // subtiles (4 a tile, two 16 KB stages; the kernel's shared memory grows from 215040 to
-  // 232448 bytes, the limit, and keeps 4 mainloop stages; fp8_block128 would drop to 3, so it keeps
-  // Auto).
+  // Epilogue subtile. The bf16 128x256 cooperative tile takes 128x64 subtiles (4 a tile, two
+  // 16 KB D stages) instead of the builder's 128x32 (8 a tile, each a TMA store and its
+  // synchronisation): the kernel's shared memory grows from 215040 to 232448 bytes, the limit, and
+  // keeps 4 mainloop stages. fp8_block128 would drop to 3 stages (233984 bytes), so it and every
+  // other tile keep the builder's choice. Measured on the H200 (session 26,
+  // ab/2026-12-02-s26-epitile-*, two rounds, us): qwen3-30b bf16 2048 tokens 493.1 / 492.1 vs
+  // 498.5 / 496.0, 8192 1267.6 / 1265.9 vs 1272.9 / 1271.2. A/B: -DSERVEKIT_DIAG_EPI_TILE_N=0
+  // gives the builder's subtile back.
 #ifndef SERVEKIT_DIAG_EPI_TILE_N
-#define SERVEKIT_DIAG_EPI_TILE_N 0
+#define SERVEKIT_DIAG_EPI_TILE_N 64
 #endif
   static constexpr int kEpiTileN = Op == GemmOperand::kBF16 && TileM == 128 && TileN == 256 &&
                                            Sched == GemmSchedule::kCooperative
