@@ -2,13 +2,16 @@
 // (Desc -> Config), so the choice can be printed and unit-tested on a machine without a GPU.
 // Plain C++17: no CUDA or CUTLASS includes. Internal header.
 //
-// Only the tile shapes that compiled_tile_config() and small_m_tile_config() return are
-// instantiated (one CUTLASS kernel per operand format, plus a 64-row tile for bf16 and
-// fp8_block128: each costs minutes and gigabytes to compile); use_small_m_tile() picks between a
-// format's two per run and choose_gemm_config() the run-time knobs (raster order, swizzle).
-// Adding a tile means one more instantiation .cu file and a case here.
+// Only the tile shapes that compiled_tile_config(), small_m_tile_config() and
+// swap_ab_tile_config() return are instantiated (one CUTLASS kernel per operand format, plus a
+// 64-row tile for bf16 and fp8_block128 and a swap-AB tile for bf16: each costs minutes and
+// gigabytes to compile); choose_gemm_tile() picks between a format's tiles per run and
+// choose_gemm_config() the run-time knobs (raster order, swizzle). Adding a tile means one more
+// instantiation .cu file and a case here.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -34,14 +37,20 @@ enum class GemmRaster : uint8_t {
 };
 
 struct GemmTileConfig {
-  int tile_m = 0, tile_n = 0, tile_k = 0;  // CTA tile (elements)
+  int tile_m = 0, tile_n = 0, tile_k = 0;  // CTA tile (elements), in the kernel's M, N, K
   int cluster_m = 1, cluster_n = 1;        // CTAs per cluster along M and N (TMA multicast)
   GemmSchedule schedule = GemmSchedule::kCooperative;
+  // The kernel computes D_gᵀ = B_g · A_gᵀ: its M is the weights' N (tile_m weight rows) and its
+  // N the group's rows (tile_n tokens), so a group pads to whole tile_n rows.
+  bool swap_ab = false;
 
   constexpr bool operator==(const GemmTileConfig& o) const {
     return tile_m == o.tile_m && tile_n == o.tile_n && tile_k == o.tile_k &&
-           cluster_m == o.cluster_m && cluster_n == o.cluster_n && schedule == o.schedule;
+           cluster_m == o.cluster_m && cluster_n == o.cluster_n && schedule == o.schedule &&
+           swap_ab == o.swap_ab;
   }
+  // Rows of a group (tokens) one tile covers.
+  constexpr int token_rows() const { return swap_ab ? tile_n : tile_m; }
 };
 
 // One grouped GEMM: for each group g, D_g [M_g, N] = A_g [M_g, K] · B_gᵀ, B_g [N, K].
@@ -128,6 +137,36 @@ constexpr bool has_small_m_tile(GemmOperand op) {
   return !(small_m_tile_config(op) == compiled_tile_config(op));
 }
 
+// The third instantiation of bf16, for groups of ~100-300 rows: swap-AB, 256 weight rows x 144
+// tokens, cooperative (each warp group 128 weight rows x 144 tokens, 144 accumulators per
+// thread; m64n144k16, one of CuTe's extended wgmma shapes), cluster 2x1 (two weight tiles share
+// the token tile by multicast). The 128-row tiles pad a group of m rows to whole 128-row tiles:
+// uniform routing gives ~m +- sqrt(m) rows per expert, so at m = 128 half the experts spill a few
+// rows into a second, nearly empty tile (1.49x the rows' own tensor work at qwen3-30b 2048
+// tokens, bench/tools/padding_sim.py), at m = 256 about a quarter (1.24x); 144-token tiles pad
+// 1.19x and 1.14x there. Operand bytes per MAC 0.0109 against the 128x256 tile's 0.0117. No fused
+// activation (the layer runs the activation pass). Measured on the H200 (dynamic bf16 layer,
+// uniform routing, us, 128x256 vs swap 256x144; ab/2026-12-03-s27-swap-range):
+//   qwen3-30b 1024 / 2048 / 4096 / 8192 tokens (64 / 128 / 256 / 512 rows per expert): 395.8 /
+//     407.9, 493.1 / 482.5, 738.4 / 750.1, 1263.7 / 1290.3;
+//   qwen3-235b 1024 / 2048 / 4096: 1307.6 / 1346.0, 1647.5 / 1493.4, 2416.5 / 2436.3;
+//   gpt-oss-120b (no fused activation on either) 2048 / 4096 / 8192 (64 / 128 / 256): 1777.1 /
+//     1783.0, 2190.4 / 1991.1, 3631.8 / 3181.2;
+//   deepseek-v3 4096 / 8192 (143 / 286 with the shared expert): 8719.5 / 8703.2, 14095.9 /
+//     13826.1.
+// A 128x144 swap tile (same call) was 1.4% faster at qwen3-30b 2048 and slower everywhere else.
+constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
+  if (op == GemmOperand::kBF16) {
+    GemmTileConfig t{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
+    t.swap_ab = true;
+    return t;
+  }
+  return compiled_tile_config(op);
+}
+constexpr bool has_swap_ab_tile(GemmOperand op) {
+  return !(swap_ab_tile_config(op) == compiled_tile_config(op));
+}
+
 // Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
 // (top-k + shared) / groups, integer division, no device read): the 64-row tile up to
 // small_m_tile_max_rows(op), the 128-row tile above. Measured on the H200 (dynamic layer,
@@ -143,18 +182,76 @@ inline constexpr int64_t kSmallMTileMaxRows = 32;
 constexpr int64_t small_m_tile_max_rows(GemmOperand op) {
   return op == GemmOperand::kFP8Block128 ? 26 : kSmallMTileMaxRows;
 }
-enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall };
-// SERVEKIT_GEMM_TILE's value: "auto" or empty, "large", "small"; anything else is not a choice.
+enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall, kSwap };
+// SERVEKIT_GEMM_TILE's value: "auto" or empty, "large", "small", "swap"; anything else is not a
+// choice.
 constexpr std::optional<GemmTileChoice> parse_gemm_tile_choice(std::string_view s) {
   if (s.empty() || s == "auto") return GemmTileChoice::kAuto;
   if (s == "large") return GemmTileChoice::kLarge;
   if (s == "small") return GemmTileChoice::kSmall;
+  if (s == "swap") return GemmTileChoice::kSwap;
   return std::nullopt;
 }
 constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
                                 GemmTileChoice choice = GemmTileChoice::kAuto) {
-  if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge) return false;
+  if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge || choice == GemmTileChoice::kSwap)
+    return false;
   return choice == GemmTileChoice::kSmall || rows_per_group <= small_m_tile_max_rows(op);
+}
+
+// Expected rows a group occupies in whole tiles of `tile_rows`, over its expected rows `mean`:
+// E[ceil(X / t) * t] / mean with X ~ Normal(mean, mean) rounded to integers >= 0 (Poisson-like:
+// uniform top-k routing gives a binomial count of variance mean * (1 - k/E) <= mean). 1 when
+// mean < 1 (an empty run pads nothing that matters).
+inline double expected_tile_padding(int64_t tile_rows, double mean) {
+  if (!(mean >= 1.0) || tile_rows < 1) return 1.0;
+  const double sd = std::sqrt(mean);
+  const int64_t lo = std::max<int64_t>(0, static_cast<int64_t>(std::floor(mean - 6.0 * sd)));
+  const int64_t hi = static_cast<int64_t>(std::ceil(mean + 6.0 * sd));
+  double weight = 0.0, padded = 0.0;
+  for (int64_t x = lo; x <= hi; ++x) {
+    const double z = (static_cast<double>(x) - mean) / sd;
+    const double w = std::exp(-0.5 * z * z);
+    weight += w;
+    padded += w * static_cast<double>((x + tile_rows - 1) / tile_rows * tile_rows);
+  }
+  return padded / weight / mean;
+}
+
+// Which of the compiled tiles a run uses.
+enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap };
+// The swap-AB tile wins where it cuts the expected padding by more than this factor against a
+// 128-row tile that fuses the activation (the fused epilogue saves ~1.5-2% of the layer, ninth
+// and twenty-sixth passes), and wherever it cuts it at all against one that does not.
+inline constexpr double kSwapOverFusedPadding = 0.97;
+// The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
+// shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in
+// its epilogue. The 64-row tile up to small_m_tile_max_rows, then the swap-AB tile where its
+// expected padding (expected_tile_padding) is below the 128-row tile's (times
+// kSwapOverFusedPadding when that one fuses), else the 128-row tile. Against the measurements
+// above: 64 rows large (2.0 vs 2.25), 128 swap (1.49 vs 1.19), 143 swap, 256 swap (1.24 vs 1.14;
+// measured 0.8-1.6% slower on qwen3 where the large tile fuses, 1.9% faster on deepseek-v3 and
+// 12% on gpt-oss), 512 large (1.12 vs 1.13). A forced choice (SERVEKIT_GEMM_TILE) the format
+// lacks falls back to the 128-row tile.
+inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
+                                     GemmTileChoice choice = GemmTileChoice::kAuto) {
+  switch (choice) {
+    case GemmTileChoice::kLarge:
+      return GemmTileKind::kLarge;
+    case GemmTileChoice::kSmall:
+      return has_small_m_tile(op) ? GemmTileKind::kSmall : GemmTileKind::kLarge;
+    case GemmTileChoice::kSwap:
+      return has_swap_ab_tile(op) ? GemmTileKind::kSwap : GemmTileKind::kLarge;
+    case GemmTileChoice::kAuto:
+      break;
+  }
+  if (use_small_m_tile(op, rows_per_group)) return GemmTileKind::kSmall;
+  if (!has_swap_ab_tile(op) || rows_per_group < 1) return GemmTileKind::kLarge;
+  const double m = static_cast<double>(rows_per_group);
+  const double large = expected_tile_padding(compiled_tile_config(op).token_rows(), m) *
+                       (large_fuses ? kSwapOverFusedPadding : 1.0);
+  const double swap = expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
+  return swap < large ? GemmTileKind::kSwap : GemmTileKind::kLarge;
 }
 
 // Whether a tile can run GEMM1's gated activation in its epilogue
@@ -163,7 +260,7 @@ constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
 // interleaved in 128-row blocks (interleaved_w13_row). fp8_per_tensor quantizes the intermediate
 // by one scale over the whole tensor, which needs every row's activation first: never fused.
 constexpr bool gemm_tile_fuses_activation(GemmOperand op, const GemmTileConfig& t) {
-  return op != GemmOperand::kFP8PerTensor && t.tile_m == 128 && t.tile_n == 256 &&
+  return op != GemmOperand::kFP8PerTensor && !t.swap_ab && t.tile_m == 128 && t.tile_n == 256 &&
          t.schedule == GemmSchedule::kCooperative;
 }
 
@@ -194,7 +291,8 @@ constexpr bool gemm_shape_supported(const GemmDesc& d) {
 // Rows a group of m rows occupies once rounded up to whole tiles (and clusters) along M: the
 // padding the tile wastes. Used by the tests and by benchmarks to explain efficiency.
 constexpr int64_t gemm_padded_rows(const GemmTileConfig& t, int64_t m) {
-  const int64_t block = int64_t{t.tile_m} * t.cluster_m;
+  const int64_t block =
+      t.swap_ab ? int64_t{t.tile_n} * t.cluster_n : int64_t{t.tile_m} * t.cluster_m;
   return (m + block - 1) / block * block;
 }
 
@@ -205,8 +303,12 @@ constexpr GemmConfig choose_gemm_config(const GemmDesc& d, const GemmTileConfig&
   // A group's weights (N x K) are far larger than its rows (M_g x K) whenever M_g < N, the MoE
   // case: walking down M keeps one weight tile hot in L2 for every M tile of the group, so each
   // weight byte comes from HBM once. Only groups much taller than wide (a shared expert at
-  // large batch with small N) favour reusing A instead.
-  c.raster = d.rows_per_group > 4 * d.n ? GemmRaster::kAlongN : GemmRaster::kAlongM;
+  // large batch with small N) favour reusing A instead. In a swap-AB tile the kernel's M is the
+  // weights: along M, neighbouring CTAs take the weight tiles of one token tile and share it,
+  // and a group's 1-3 token tiles run in the same wave, which shares its weight tiles in L2 (the
+  // order measured in session 27), whatever the group's height.
+  c.raster =
+      !tile.swap_ab && d.rows_per_group > 4 * d.n ? GemmRaster::kAlongN : GemmRaster::kAlongM;
   // Groups are only a few tiles tall; a swizzle would round each group's tile count up to the
   // swizzle width and waste CTAs, so keep the plain order.
   c.max_swizzle = 1;

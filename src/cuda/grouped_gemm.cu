@@ -1,5 +1,5 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
-// between a format's two tiles (bf16, fp8_block128).
+// between a format's tiles (bf16: three, fp8_block128: two).
 #include "cuda/grouped_gemm.h"
 #include "servekit/error.h"
 
@@ -10,25 +10,31 @@ namespace servekit::cuda {
 
 namespace {
 
-// SERVEKIT_GEMM_TILE=large|small forces one tile (A/B measurements); unset, empty or auto: the
-// per-run pick. Any other value is an error, not a silent auto.
+// SERVEKIT_GEMM_TILE=large|small|swap forces one tile (A/B measurements; a tile the format lacks
+// falls back to the 128-row one); unset, empty or auto: the per-run pick. Any other value is an
+// error, not a silent auto.
 GemmTileChoice tile_choice_from_env() {
   const char* v = std::getenv("SERVEKIT_GEMM_TILE");
   if (v == nullptr) return GemmTileChoice::kAuto;
   const std::optional<GemmTileChoice> c = parse_gemm_tile_choice(v);
-  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v, "' must be auto, large or small");
+  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v, "' must be auto, large, small or swap");
   return *c;
 }
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
-// A format's two instantiations over one shape; each run picks by its expected rows per group.
-// The two runners own separate argument arrays, so alternating between them needs no ordering.
+// A format's instantiations over one shape (the 128-row tile, and the 64-row and swap-AB tiles
+// where the format has them: a null factory means none); each run picks by its expected rows per
+// group (choose_gemm_tile). The runners own separate argument arrays, so alternating between them
+// needs no ordering.
 class TileChoosingGemm final : public GroupedGemm {
  public:
   TileChoosingGemm(const GroupedGemmShape& shape, int device, Factory large, Factory small,
-                   GemmTileChoice choice)
-      : large_(large(shape, device)), small_(small(shape, device)), choice_(choice) {}
+                   Factory swap, GemmTileChoice choice)
+      : large_(large(shape, device)),
+        small_(small ? small(shape, device) : nullptr),
+        swap_(swap ? swap(shape, device) : nullptr),
+        choice_(choice) {}
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     pick(ops.rows_hint).run(ops, stream);
@@ -44,10 +50,20 @@ class TileChoosingGemm final : public GroupedGemm {
     const GroupedGemmShape& s = large_->shape();
     const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
     const int64_t per_group = rows / s.num_groups;
-    return use_small_m_tile(s.operand, per_group, choice_) ? *small_ : *large_;
+    switch (choose_gemm_tile(s.operand, per_group, large_->fuses_activation(), choice_)) {
+      case GemmTileKind::kSmall:
+        if (small_) return *small_;
+        break;
+      case GemmTileKind::kSwap:
+        if (swap_) return *swap_;
+        break;
+      case GemmTileKind::kLarge:
+        break;
+    }
+    return *large_;
   }
 
-  std::unique_ptr<GroupedGemm> large_, small_;
+  std::unique_ptr<GroupedGemm> large_, small_, swap_;
   GemmTileChoice choice_;
 };
 
@@ -56,15 +72,17 @@ class TileChoosingGemm final : public GroupedGemm {
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
   const GemmTileChoice choice = tile_choice_from_env();  // a bad value throws for every format
   switch (shape.operand) {
-    // Shape errors are the same for both tiles; the large runner reports them first.
+    // Shape errors are the same for every tile; the large runner reports them first.
     case GemmOperand::kBF16:
       return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_bf16,
-                                                make_grouped_gemm_bf16_small_m, choice);
+                                                make_grouped_gemm_bf16_small_m,
+                                                make_grouped_gemm_bf16_swap, choice);
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
       return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
-                                                make_grouped_gemm_fp8_block128_small_m, choice);
+                                                make_grouped_gemm_fp8_block128_small_m, nullptr,
+                                                choice);
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));
 }

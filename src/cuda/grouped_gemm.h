@@ -64,8 +64,9 @@ struct GroupedGemmOperands {               // all device pointers
   const float* a_block_scale = nullptr;  // fp8_block128: [rows * K/128], a_block_scale_index
   const float* b_block_scale = nullptr;  // fp8_block128: [G * K/128 * ceil(N/128)]
   // Host-side tuning hint, never read on the device and never changing results: the rows this
-  // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. bf16 runs with
-  // at most kSmallMTileMaxRows rows per group use the 64-row tile (gemm_tile_config.h).
+  // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. It picks the
+  // tile (choose_gemm_tile, gemm_tile_config.h): bf16 runs with at most kSmallMTileMaxRows rows
+  // per group use the 64-row tile, runs whose groups pad less in 144-token tiles the swap-AB one.
   int64_t rows_hint = 0;
   // Fused activation (shape.act enabled and fuses_activation(rows_hint)): act_out non-null
   // runs it, writing act_out [rows, N/2] (bf16, or e4m3 for kFP8Block128) and, for
@@ -119,15 +120,17 @@ class GroupedGemm {
 };
 
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).
-// create() returns, for bf16 and fp8_block128, a GroupedGemm holding the format's two
-// instantiations (128-row and 64-row tiles, gemm_tile_config.h) that picks one per run
-// (use_small_m_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large or =small, read at create,
-// forces one of them (for A/B measurements); unset, empty or auto leaves the per-run pick, and
-// any other value makes create() throw servekit::Error, for every format. The factories below
-// build one instantiation each (the tests use them to cover both).
+// create() returns, for bf16 and fp8_block128, a GroupedGemm holding the format's
+// instantiations (128-row and 64-row tiles, and for bf16 the swap-AB tile; gemm_tile_config.h)
+// that picks one per run (choose_gemm_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large, =small
+// or =swap, read at create, forces one of them (for A/B measurements; a tile the format lacks
+// falls back to the 128-row one); unset, empty or auto leaves the per-run pick, and any other
+// value makes create() throw servekit::Error, for every format. The factories below build one
+// instantiation each (the tests use them to cover every tile).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
                                                             int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
                                                               int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmShape& shape,

@@ -6,7 +6,7 @@ namespace servekit::cuda {
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const GroupedGemmShape& shape,
                                                                     int device) {
-  return gemm::make_tile_runner<GemmOperand::kFP8Block128, true>(shape, device);
+  return gemm::make_tile_runner<GemmOperand::kFP8Block128, GemmTileKind::kSmall>(shape, device);
 }
 
 }  // namespace servekit::cuda

@@ -6,7 +6,7 @@ namespace servekit::cuda {
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
                                                               int device) {
-  return gemm::make_tile_runner<GemmOperand::kFP8PerTensor, false>(shape, device);
+  return gemm::make_tile_runner<GemmOperand::kFP8PerTensor, GemmTileKind::kLarge>(shape, device);
 }
 
 }  // namespace servekit::cuda

@@ -470,7 +470,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.b_scale = w13_scale_.get<float>();
   g1.a_block_scale = sfa1_.get<float>();
   g1.b_block_scale = w13_sfb_.get<float>();
-  g1.rows_hint = rows_bound;  // picks the tile: 64 rows for short expert groups
+  g1.rows_hint = rows_bound;  // picks the tile (choose_gemm_tile): 64-row, swap-AB or 128-row
   g1.pdl = pdl_;
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
   // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2

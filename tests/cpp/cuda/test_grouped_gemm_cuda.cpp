@@ -181,9 +181,12 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
   // The same five groups in two orders (318 rows), then all empty (nothing may be written),
   // then groups whose last 128-row tile holds 65 rows (the second warp group's first row only),
   // exactly 128, exactly 64 (the fp8_block128 128x256 tile's second warp group idles: its rows
-  // are past the end) and 61.
-  const std::vector<std::vector<int>> layouts = {
-      {17, 0, 300, 1, 0}, {0, 1, 300, 0, 17}, {0, 0, 0, 0, 0}, {65, 128, 0, 64, 61}};
+  // are past the end) and 61; then groups one past and exactly at the swap-AB tile's 144 tokens.
+  const std::vector<std::vector<int>> layouts = {{17, 0, 300, 1, 0},
+                                                 {0, 1, 300, 0, 17},
+                                                 {0, 0, 0, 0, 0},
+                                                 {65, 128, 0, 64, 61},
+                                                 {145, 0, 144, 0, 29}};
   const int groups = 5;
   const int64_t rows = 318;
   const Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
@@ -199,7 +202,8 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
   for (int64_t hint : hints)
     for (const auto& sizes : layouts) {
       SCOPED_TRACE("rows_hint " + std::to_string(hint) + ", tile M " +
-                   std::to_string(gemm->config(hint).tile.tile_m));
+                   std::to_string(gemm->config(hint).tile.tile_m) +
+                   (gemm->config(hint).tile.swap_ab ? " swap-AB" : ""));
       std::vector<int32_t> offsets{0};
       for (int m : sizes) offsets.push_back(offsets.back() + m);
       DeviceArray<int32_t> d_off(offsets);
@@ -253,20 +257,35 @@ TEST(GroupedGemmCuda, BF16) {
 TEST(GroupedGemmCuda, BF16SmallM) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_small_m);
 }
+// The swap-AB bf16 tile (256 weight rows x 144 tokens): N = 3712 ends in half a weight tile
+// (and an odd one of the 2x1 cluster), the 300-row group spans 3 token tiles, 145 rows 2.
+TEST(GroupedGemmCuda, BF16Swap) {
+  run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap);
+}
 // create() picks the tile per run from the rows hint over its 5 groups: `small` rows take the
-// 64-row tile, `large` rows and no hint (capacity 318, ~64 each) the 128-row one; all on the same
-// object, in turn, results checked each time. (SERVEKIT_GEMM_TILE must be unset.)
-void expect_tile_per_run(GemmOperand op, int64_t n, int64_t k, int64_t small, int64_t large) {
+// 64-row tile, `large` rows and no hint (capacity 318, ~64 each) the 128-row one and `swap` rows
+// (bf16) the swap-AB one; all on the same object, in turn, results checked each time.
+// (SERVEKIT_GEMM_TILE must be unset.)
+void expect_tile_per_run(GemmOperand op, int64_t n, int64_t k, int64_t small, int64_t large,
+                         int64_t swap = 0) {
   SERVEKIT_REQUIRE_GPU();
   auto gemm = GroupedGemm::create({op, 5, n, k, 318}, 0);
   EXPECT_EQ(gemm->config(small).tile.tile_m, 64);
   EXPECT_EQ(gemm->config(0).tile.tile_m, 128);
+  EXPECT_FALSE(gemm->config(0).tile.swap_ab);
   EXPECT_EQ(gemm->config(large).tile.tile_m, 128);
-  run_case(op, n, k, nullptr, {small, 0, large, small});
+  EXPECT_FALSE(gemm->config(large).tile.swap_ab);
+  std::vector<int64_t> hints{small, 0, large, small};
+  if (swap > 0) {
+    EXPECT_TRUE(gemm->config(swap).tile.swap_ab);
+    hints.insert(hints.begin() + 2, swap);
+    hints.push_back(swap);
+  }
+  run_case(op, n, k, nullptr, hints);
 }
-// bf16: 30 rows per group (150) is small, 1000 (5000) large.
+// bf16: 30 rows per group (150) is small, 128 (640) swap-AB, 1000 (5000) large.
 TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
-  expect_tile_per_run(GemmOperand::kBF16, 3712, 2880, 150, 5000);
+  expect_tile_per_run(GemmOperand::kBF16, 3712, 2880, 150, 5000, 640);
 }
 TEST(GroupedGemmCuda, FP8PerTensor) {
   run_case(GemmOperand::kFP8PerTensor, 3712, 2880);
@@ -424,16 +443,19 @@ TEST(GroupedGemmCuda, FP8Block128FusedActivation) {
   run_fused_activation_case(GemmOperand::kFP8Block128, ActFormat::kFP8Block128,
                             make_grouped_gemm_fp8_block128, 1152, 2944);
 }
-// The 64-row tiles have no fused epilogue: they report it, and a run that asks for it throws;
-// a fused shape whose output format does not match the operand is refused at construction.
+// The 64-row and swap-AB tiles have no fused epilogue: they report it, and a run that asks for it
+// throws; a fused shape whose output format does not match the operand is refused at construction.
 TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   SERVEKIT_REQUIRE_GPU();
   GroupedGemmShape shape{GemmOperand::kBF16, 5, 3072, 2880, 318};
   shape.act = {true, Activation::kSwiGLU, ActFormat::kBF16};
   auto small = make_grouped_gemm_bf16_small_m(shape, 0);
   EXPECT_FALSE(small->fuses_activation());
+  auto swap = make_grouped_gemm_bf16_swap(shape, 0);
+  EXPECT_FALSE(swap->fuses_activation());
   auto picked = GroupedGemm::create(shape, 0);
   EXPECT_FALSE(picked->fuses_activation(150));  // 30 rows per group: the 64-row tile
+  EXPECT_FALSE(picked->fuses_activation(640));  // 128 rows per group: the swap-AB tile
   EXPECT_TRUE(picked->fuses_activation(5000));
   DeviceArray<int32_t> d_off(std::vector<int32_t>{0, 1, 1, 1, 1, 1});
   DeviceArray<uint16_t> buf(4096);
@@ -442,6 +464,7 @@ TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   ops.a = ops.b = ops.d = buf.get();
   ops.act_out = buf.get();
   EXPECT_THROW(small->run(ops, nullptr), Error);
+  EXPECT_THROW(swap->run(ops, nullptr), Error);
   shape.act.format = ActFormat::kFP8Block128;  // bf16 operand, e4m3 intermediate
   EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error);
   shape.act = {true, Activation::kReLU2, ActFormat::kBF16};  // not gated

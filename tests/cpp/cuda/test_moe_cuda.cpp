@@ -17,6 +17,7 @@
 #include "core/random_data.h"
 #include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
+#include "cuda/gemm_tile_config.h"
 #include "gpu_test_util.h"
 #include "servekit/moe.h"
 
@@ -485,13 +486,20 @@ TEST(MoECuda, TokenCounts) {
 
 // GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT=1, the default) against the
 // separate activation pass on the usual W13 layout (=0), read at construction: two layers with
-// the same experts give the same bits, and the fused one matches the reference. 400 tokens at
-// top-4 of 16 with two shared experts: ~141 rows per group, so GEMM1 takes the 128-row tile (the
-// fused one); 33 tokens the 64-row tile and the pass on the interleaved output; the gated
+// the same experts give the same bits, and the fused one matches the reference. 600 tokens at
+// top-4 of 16 with two shared experts: ~200 rows per group, so GEMM1 takes the 128-row tile (the
+// fused one; at ~128 or ~256 rows bf16 takes the swap-AB tile); 33 tokens the 64-row tile and the
+// pass on the interleaved output, 384 (128 rows per group) bf16's swap-AB tile and the pass; the
+// gated
 // activations with biases; the formats that fuse (bf16, fp8_block128, the 4-bit ones on bf16 GEMMs,
 // mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
 TEST(MoECuda, FusedActivationMatchesThePass) {
   SERVEKIT_REQUIRE_GPU();
+  // The premise on bf16's GEMM1 (rows per group = tokens x (4 + 2) / 18).
+  ASSERT_EQ(cuda::choose_gemm_tile(cuda::GemmOperand::kBF16, 600 * 6 / 18, true),
+            cuda::GemmTileKind::kLarge);
+  ASSERT_EQ(cuda::choose_gemm_tile(cuda::GemmOperand::kBF16, 384 * 6 / 18, true),
+            cuda::GemmTileKind::kSwap);
   const char* old = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
   const std::string saved = old ? old : "";
   for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A8,
@@ -502,7 +510,7 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
       c.activation = a;
       c.bias = true;
       c.shared = 2;
-      c.tokens = 400;
+      c.tokens = 600;
       c.sample = q == QuantMethod::kFP8PerTensor ? 0 : 48;
       SCOPED_TRACE(case_name(c));
       setenv("SERVEKIT_DYNAMIC_FUSED_ACT", "0", 1);
@@ -513,9 +521,9 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
       load_experts(fused, c);
       cudaStream_t stream = nullptr;
       ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-      // 400 tokens: the fused epilogue; 33 (~10 rows per group): the 64-row tile, whose separate
-      // pass reads the interleaved GEMM1 output.
-      for (int64_t t : {400, 33}) {
+      // 600 tokens: the fused epilogue; 33 (~10 rows per group): the 64-row tile, whose separate
+      // pass reads the interleaved GEMM1 output; 384: bf16's swap-AB tile, the same pass.
+      for (int64_t t : {600, 33, 384}) {
         c.tokens = t;
         SCOPED_TRACE(t);
         const Inputs in = make_inputs(c, t);
@@ -536,6 +544,42 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
     setenv("SERVEKIT_DYNAMIC_FUSED_ACT", saved.c_str(), 1);
   } else {
     unsetenv("SERVEKIT_DYNAMIC_FUSED_ACT");
+  }
+}
+
+// bf16's swap-AB tile (SERVEKIT_GEMM_TILE=swap, read at construction) under every token count,
+// so groups of 0 to ~400 rows, one to three 144-token tiles: bf16 and int4_w4a16 (bf16 GEMMs on
+// dequantized weights), SwiGLU-OAI with biases, two shared experts, against the reference.
+TEST(MoECuda, SwapTileMatchesReference) {
+  SERVEKIT_REQUIRE_GPU();
+  const char* old = std::getenv("SERVEKIT_GEMM_TILE");
+  const std::string saved = old ? old : "";
+  setenv("SERVEKIT_GEMM_TILE", "swap", 1);
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
+    Case c;
+    c.quant = q;
+    c.activation = Activation::kSwiGLUOAI;
+    c.bias = true;
+    c.shared = 2;
+    c.max_tokens = 1000;
+    MoELayer layer(make_config(c));
+    load_experts(layer, c);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    for (int64_t t : {1, 33, 384, 1000}) {
+      c.tokens = t;
+      c.sample = 48;
+      SCOPED_TRACE(case_name(c));
+      const Inputs in = make_inputs(c, t);
+      DeviceInputs dev(in, c);
+      check_output(layer, c, in, forward(layer, dev, stream));
+    }
+    cudaStreamDestroy(stream);
+  }
+  if (old) {
+    setenv("SERVEKIT_GEMM_TILE", saved.c_str(), 1);
+  } else {
+    unsetenv("SERVEKIT_GEMM_TILE");
   }
 }
 

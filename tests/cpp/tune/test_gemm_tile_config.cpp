@@ -28,27 +28,104 @@ int accumulators_per_thread(GemmOperand op, const GemmTileConfig& t) {
 
 TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
   for (GemmOperand op : kOperands)
-    for (bool small : {false, true}) {
-      SCOPED_TRACE(static_cast<int>(op) * 10 + small);
-      const GemmTileConfig t = small ? small_m_tile_config(op) : compiled_tile_config(op);
+    for (int kind : {0, 1, 2}) {
+      SCOPED_TRACE(static_cast<int>(op) * 10 + kind);
+      const GemmTileConfig t = kind == 0   ? compiled_tile_config(op)
+                               : kind == 1 ? small_m_tile_config(op)
+                                           : swap_ab_tile_config(op);
       EXPECT_EQ(t.tile_m % 64, 0) << "wgmma M granule is 64";
+      EXPECT_EQ(t.tile_n % 8, 0) << "wgmma N granule is 8";
       if (t.schedule == GemmSchedule::kCooperative) {
         EXPECT_GE(t.tile_m, 128);
       }
       EXPECT_EQ(t.tile_k * gemm_operand_bytes(op) % 128, 0) << "whole 128-byte swizzle rows";
       // 232 registers per math thread after setmaxnreg: 128 accumulators leave room for
-      // addresses, and both blockwise mainloops compile at 192 without spills (ptxas -v).
-      EXPECT_LE(accumulators_per_thread(op, t), op == GemmOperand::kFP8Block128 ? 192 : 128);
+      // addresses, and both blockwise mainloops compile at 192 without spills (ptxas -v); the
+      // swap-AB tile's 144 compile without spills too (168 registers at launch, session 27).
+      EXPECT_LE(accumulators_per_thread(op, t), op == GemmOperand::kFP8Block128 ? 192
+                                                : t.swap_ab                     ? 144
+                                                                                : 128);
       // At least 3 pipeline stages in 227 KB of shared memory, leaving 32 KB for the epilogue.
       const int stage_bytes = (t.tile_m + t.tile_n) * t.tile_k * gemm_operand_bytes(op);
       EXPECT_GE((227 - 32) * 1024 / stage_bytes, 3);
-      // MoE groups are a few tiles tall: a cluster along M would pad every group to 2 tiles.
-      EXPECT_EQ(t.cluster_m, 1);
+      // MoE groups are a few tiles tall: a cluster along the tokens would pad every group to 2
+      // tiles (the tokens are the kernel's N in a swap-AB tile, its M otherwise).
+      EXPECT_EQ(t.swap_ab ? t.cluster_n : t.cluster_m, 1);
       EXPECT_LE(t.cluster_m * t.cluster_n, 2);
     }
   const GemmTileConfig b = compiled_tile_config(GemmOperand::kFP8Block128);
   EXPECT_EQ(b.tile_k, 128) << "one activation/weight scale block per K tile";
   EXPECT_EQ(b.tile_n % 128, 0) << "whole weight scale blocks along N";
+}
+
+// bf16 alone has the swap-AB tile: 256 weight rows x 144 tokens, cluster along the weights.
+TEST(GemmTileConfig, SwapTile) {
+  EXPECT_TRUE(has_swap_ab_tile(GemmOperand::kBF16));
+  EXPECT_FALSE(has_swap_ab_tile(GemmOperand::kFP8PerTensor));
+  EXPECT_FALSE(has_swap_ab_tile(GemmOperand::kFP8Block128));
+  const GemmTileConfig t = swap_ab_tile_config(GemmOperand::kBF16);
+  EXPECT_TRUE(t.swap_ab);
+  EXPECT_EQ(t.tile_m, 256);
+  EXPECT_EQ(t.tile_n, 144);
+  EXPECT_EQ(t.token_rows(), 144);
+  EXPECT_EQ(compiled_tile_config(GemmOperand::kBF16).token_rows(), 128);
+  EXPECT_EQ(gemm_padded_rows(t, 0), 0);
+  EXPECT_EQ(gemm_padded_rows(t, 1), 144);
+  EXPECT_EQ(gemm_padded_rows(t, 144), 144);
+  EXPECT_EQ(gemm_padded_rows(t, 145), 288);  // the 2x1 cluster is along the weights
+  GemmTileConfig plain = t;
+  plain.swap_ab = false;
+  EXPECT_FALSE(plain == t);
+}
+
+// The expected padding of a group of ~mean rows (Normal(mean, mean)) in whole tiles: close to
+// bench/tools/padding_sim.py's draws of real top-k routing (qwen3-30b at 2048 tokens, 128 rows
+// per expert: 1.47-1.49 for 128-row tiles, 1.19-1.21 for 144), tile / mean where the spread stays
+// inside one tile, and 1 for an empty run.
+TEST(GemmTileConfig, ExpectedTilePadding) {
+  EXPECT_NEAR(expected_tile_padding(128, 128.0), 1.48, 0.02);
+  EXPECT_NEAR(expected_tile_padding(144, 128.0), 1.20, 0.02);
+  EXPECT_NEAR(expected_tile_padding(128, 64.0), 2.0, 1e-3);  // 64 +- 8: always one tile
+  EXPECT_NEAR(expected_tile_padding(144, 64.0), 2.25, 1e-3);
+  EXPECT_NEAR(expected_tile_padding(128, 1e6), 1.0, 1e-3);
+  EXPECT_EQ(expected_tile_padding(128, 0.0), 1.0);
+  EXPECT_EQ(expected_tile_padding(128, 0.5), 1.0);
+  EXPECT_EQ(expected_tile_padding(0, 100.0), 1.0);
+  for (double m : {3.0, 50.0, 129.0, 300.0, 5000.0}) EXPECT_GE(expected_tile_padding(128, m), 1.0);
+}
+
+// The per-run tile at the rows per group measured on the H200 (gemm_tile_config.h's table).
+TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
+  const GemmOperand b = GemmOperand::kBF16;
+  using K = GemmTileKind;
+  EXPECT_EQ(choose_gemm_tile(b, 16, true), K::kSmall);
+  EXPECT_EQ(choose_gemm_tile(b, kSmallMTileMaxRows, true), K::kSmall);
+  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);    // qwen3 1024 tokens
+  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);   // gpt-oss 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);    // qwen3 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);   // gpt-oss 4096
+  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);    // deepseek-v3 4096
+  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwap);   // gpt-oss 8192
+  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);    // deepseek-v3 8192
+  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);   // qwen3 8192, mixtral 2048
+  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);  // mixtral 8192
+  EXPECT_EQ(choose_gemm_tile(b, 0, true), K::kSmall);
+  // No swap tile in the fp8 formats.
+  for (int64_t m : {128, 256, 286}) {
+    EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, m, true), K::kLarge) << m;
+    EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8PerTensor, m, false), K::kLarge) << m;
+  }
+  EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 20, true), K::kSmall);
+  // Forced choices; a tile the format lacks falls back to the 128-row one.
+  EXPECT_EQ(choose_gemm_tile(b, 128, true, GemmTileChoice::kLarge), K::kLarge);
+  EXPECT_EQ(choose_gemm_tile(b, 4096, true, GemmTileChoice::kSmall), K::kSmall);
+  EXPECT_EQ(choose_gemm_tile(b, 4096, true, GemmTileChoice::kSwap), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kSwap), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 128, true, GemmTileChoice::kSwap),
+            K::kLarge);
+  EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8PerTensor, 16, false, GemmTileChoice::kSmall),
+            K::kLarge);
+  EXPECT_FALSE(use_small_m_tile(b, 16, GemmTileChoice::kSwap));
 }
 
 TEST(GemmTileConfig, ChoiceUsesTheCompiledTile) {
@@ -104,6 +181,8 @@ TEST(GemmTileConfig, ParsesTheTileEnvironmentValue) {
   EXPECT_EQ(parse_gemm_tile_choice("auto"), GemmTileChoice::kAuto);
   EXPECT_EQ(parse_gemm_tile_choice("large"), GemmTileChoice::kLarge);
   EXPECT_EQ(parse_gemm_tile_choice("small"), GemmTileChoice::kSmall);
+  EXPECT_EQ(parse_gemm_tile_choice("swap"), GemmTileChoice::kSwap);
+  EXPECT_FALSE(parse_gemm_tile_choice("Swap").has_value());
   EXPECT_FALSE(parse_gemm_tile_choice("Small").has_value());
   EXPECT_FALSE(parse_gemm_tile_choice("small128").has_value());
   EXPECT_FALSE(parse_gemm_tile_choice("64").has_value());
@@ -120,6 +199,11 @@ TEST(GemmTileConfig, RasterFollowsTheLargerOperand) {
   EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 512, 4096, 1, 2560}).raster,
             GemmRaster::kAlongN);
   EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 512, 4096, 1, 2560}).max_swizzle, 1);
+  // A swap-AB tile walks its weight tiles (its M) whatever the group's height.
+  EXPECT_EQ(choose_gemm_config({GemmOperand::kBF16, 512, 4096, 1, 2560},
+                               swap_ab_tile_config(GemmOperand::kBF16))
+                .raster,
+            GemmRaster::kAlongM);
 }
 
 TEST(GemmTileConfig, ShapeSupport) {
@@ -158,6 +242,11 @@ TEST(GemmTileConfig, FusedActivationTiles) {
                                           compiled_tile_config(GemmOperand::kFP8PerTensor)));
   for (GemmOperand op : kOperands)
     EXPECT_FALSE(gemm_tile_fuses_activation(op, small_m_tile_config(op))) << static_cast<int>(op);
+  EXPECT_FALSE(
+      gemm_tile_fuses_activation(GemmOperand::kBF16, swap_ab_tile_config(GemmOperand::kBF16)));
+  GemmTileConfig swapped = compiled_tile_config(GemmOperand::kBF16);
+  swapped.swap_ab = true;  // a 128x256 swap-AB tile would hold tokens along N: no fused epilogue
+  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16, swapped));
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,
                                           {128, 256, 64, 1, 2, GemmSchedule::kPingpong}));
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,

@@ -50,9 +50,17 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
   for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
     const int begin = ops.group_offsets[g];
     const int m = ops.group_offsets[g + 1] - begin;
-    args.problem_sizes[g] = cute::make_shape(m, n, k);
-    args.ptr_a[g] = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
-    args.ptr_b[g] = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
+    const auto* rows = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
+    const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
+    if constexpr (K::kSwapAB) {  // D_gᵀ = B_g · A_gᵀ: weights first, rows as N
+      args.problem_sizes[g] = cute::make_shape(n, m, k);
+      args.ptr_a[g] = weights;
+      args.ptr_b[g] = rows;
+    } else {
+      args.problem_sizes[g] = cute::make_shape(m, n, k);
+      args.ptr_a[g] = rows;
+      args.ptr_b[g] = weights;
+    }
     if constexpr (K::kActEpilogue) {
       const int cols = n / 2;  // I
       if (ops.act_out != nullptr) {
@@ -194,14 +202,18 @@ class GroupedGemmRunner final : public GroupedGemm {
     arrays_.act_bias = reinterpret_cast<const float**>(base + o_act_bias);
     workspace_ = base + o_workspace;
 
-    // Strides do not depend on M (row-major A and D, K-major B): written once.
+    // Strides do not depend on M (row-major A and D, K-major B): written once. Swapped, A is the
+    // weights [N, K], B the rows (K-major) and D_gᵀ column-major with leading dimension N.
     const int n = static_cast<int>(shape_.n), k = static_cast<int>(shape_.k);
     std::vector<typename K::StrideA> sa(
         g, cutlass::make_cute_packed_stride(typename K::StrideA{}, cute::make_shape(1, k, 1)));
     std::vector<typename K::StrideB> sb(
         g, cutlass::make_cute_packed_stride(typename K::StrideB{}, cute::make_shape(n, k, 1)));
     std::vector<typename K::StrideD> sd(
-        g, cutlass::make_cute_packed_stride(typename K::StrideD{}, cute::make_shape(1, n, 1)));
+        g,
+        K::kSwapAB
+            ? cutlass::make_cute_packed_stride(typename K::StrideD{}, cute::make_shape(n, 1, 1))
+            : cutlass::make_cute_packed_stride(typename K::StrideD{}, cute::make_shape(1, n, 1)));
     std::vector<const float*> alpha_ptr(g);
     for (size_t i = 0; i < g; ++i) alpha_ptr[i] = arrays_.alpha + i;
     SERVEKIT_CUDA_CHECK(
@@ -309,15 +321,20 @@ std::unique_ptr<GroupedGemm> make_runner(const GroupedGemmShape& shape, int devi
   return std::make_unique<GroupedGemmRunner<K>>(shape, device);
 }
 
-// The runner of format Op's compiled tile (kSmallM false) or its 64-row tile (true,
-// small_m_tile_config); each grouped_gemm_<format>[_small_m].cu instantiates one.
-template <GemmOperand Op, bool kSmallM>
+// The runner of format Op's compiled tile (kind kLarge), its 64-row tile (kSmall,
+// small_m_tile_config) or its swap-AB tile (kSwap, swap_ab_tile_config); each
+// grouped_gemm_<format>[_small_m|_swap].cu instantiates one.
+template <GemmOperand Op, GemmTileKind kKind>
 std::unique_ptr<GroupedGemm> make_tile_runner(const GroupedGemmShape& shape, int device) {
-  constexpr GemmTileConfig t = kSmallM ? small_m_tile_config(Op) : compiled_tile_config(Op);
-  static_assert(!kSmallM || has_small_m_tile(Op), "this format has no 64-row tile");
-  return make_runner<
-      Sm90GroupedGemm<Op, t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n, t.schedule>>(
-      shape, device);
+  constexpr GemmTileConfig t = kKind == GemmTileKind::kSmall  ? small_m_tile_config(Op)
+                               : kKind == GemmTileKind::kSwap ? swap_ab_tile_config(Op)
+                                                              : compiled_tile_config(Op);
+  static_assert(kKind != GemmTileKind::kSmall || has_small_m_tile(Op),
+                "this format has no 64-row tile");
+  static_assert(kKind != GemmTileKind::kSwap || has_swap_ab_tile(Op),
+                "this format has no swap-AB tile");
+  return make_runner<Sm90GroupedGemm<Op, t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n,
+                                     t.schedule, t.swap_ab>>(shape, device);
 }
 
 }  // namespace servekit::cuda::gemm

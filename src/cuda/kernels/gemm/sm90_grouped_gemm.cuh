@@ -84,9 +84,15 @@ struct PdlKernel : Base {
   }
 };
 
+// SwapAB (bf16 only): the kernel computes D_gᵀ [N, M_g] = B_g · A_gᵀ, the weights as its A and
+// the group's rows as its N, so a group's rows fill a tile of TileN tokens (any multiple of 8)
+// instead of whole 64-row wgmma blocks; D_gᵀ column-major is D_g row-major. The runner swaps the
+// problem sizes and pointers (write_group_arguments).
 template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
-          GemmSchedule Sched>
+          GemmSchedule Sched, bool SwapAB = false>
 struct Sm90GroupedGemm {
+  static_assert(!SwapAB || Op == GemmOperand::kBF16, "swap-AB is written for bf16 only");
+  static constexpr bool kSwapAB = SwapAB;
   // Preconditions of the sm90 collectives, checked here so a bad config fails with a message.
   static_assert(TileM % 64 == 0, "wgmma tiles M in multiples of 64");
   static_assert(Sched != GemmSchedule::kCooperative || TileM >= 128,
@@ -97,7 +103,7 @@ struct Sm90GroupedGemm {
                 "blockwise scaling needs tile K == 128 and tile N a multiple of 128");
 
   static constexpr GemmOperand kOperand = Op;
-  static constexpr GemmTileConfig kTile{TileM, TileN, TileK, ClusterM, ClusterN, Sched};
+  static constexpr GemmTileConfig kTile{TileM, TileN, TileK, ClusterM, ClusterN, Sched, SwapAB};
   static constexpr bool kBlockScaled = Op == GemmOperand::kFP8Block128;
   static constexpr bool kGroupAlpha = Op == GemmOperand::kFP8PerTensor;
 
@@ -110,7 +116,8 @@ struct Sm90GroupedGemm {
   using ClusterShape = cute::Shape<cute::Int<ClusterM>, cute::Int<ClusterN>, cute::_1>;
   using LayoutA = cutlass::layout::RowMajor;
   using LayoutB = cutlass::layout::ColumnMajor;
-  using LayoutD = cutlass::layout::RowMajor;
+  using LayoutD =
+      cute::conditional_t<SwapAB, cutlass::layout::ColumnMajor, cutlass::layout::RowMajor>;
   static constexpr int kAlignAB = 128 / cutlass::sizeof_bits<ElementAB>::value;
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
 
@@ -164,7 +171,7 @@ struct Sm90GroupedGemm {
       EpilogueSchedule, FusionOp>::CollectiveOp;
   // The 128x256 cooperative tiles of bf16 and fp8_block128 can also run GEMM1's activation in
   // their epilogue (sm90_act_epilogue.cuh, gemm_tile_fuses_activation), chosen per run.
-  static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
+  static constexpr bool kActEpilogue = !SwapAB && gemm_tile_fuses_activation(Op, kTile);
   using CollectiveEpilogue =
       cute::conditional_t<kActEpilogue, ActEpilogue<BuiltEpilogue>, BuiltEpilogue>;
 
