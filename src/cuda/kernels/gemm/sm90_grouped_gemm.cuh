@@ -162,9 +162,16 @@ struct Sm90GroupedGemm {
                                            Sched == GemmSchedule::kCooperative
                                        ? SERVEKIT_DIAG_EPI_TILE_N
                                        : 0;
+  // The swap-AB tile's D is column-major, for which the builder picks 128x16 subtiles (18 a
+  // 256x144 tile). A/B only: -DSERVEKIT_DIAG_SWAP_EPI_N=48 (or 72, 144) gives it 128xN ones.
+#ifndef SERVEKIT_DIAG_SWAP_EPI_N
+#define SERVEKIT_DIAG_SWAP_EPI_N 0
+#endif
+  static constexpr int kSwapEpiN = SwapAB ? SERVEKIT_DIAG_SWAP_EPI_N : 0;
+  static constexpr int kEpiN = SwapAB ? kSwapEpiN : kEpiTileN;
   using EpilogueTile =
-      cute::conditional_t<kEpiTileN == 0, cutlass::epilogue::collective::EpilogueTileAuto,
-                          cute::Shape<cute::_128, cute::Int<kEpiTileN == 0 ? 32 : kEpiTileN>>>;
+      cute::conditional_t<kEpiN == 0, cutlass::epilogue::collective::EpilogueTileAuto,
+                          cute::Shape<cute::_128, cute::Int<kEpiN == 0 ? 32 : kEpiN>>>;
   using BuiltEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpilogueTile,
       ElementAcc, ElementAcc, void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD,
