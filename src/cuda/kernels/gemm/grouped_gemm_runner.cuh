@@ -238,12 +238,8 @@ class GroupedGemmRunner final : public GroupedGemm {
     } else {
       args.mainloop = {arrays_.ptr_a, arrays_.stride_a, arrays_.ptr_b, arrays_.stride_b};
     }
-    if constexpr (K::kGroupAlpha) {  // LinearCombination; the other formats' fusion takes none
-      auto& fusion = args.epilogue.thread;
-      fusion.alpha = 1.0f;
-      fusion.beta = 0.0f;
-      fusion.alpha_ptr_array = arrays_.alpha_ptr;
-      fusion.dAlpha = {cute::_0{}, cute::_0{}, 1};  // one alpha per group
+    if constexpr (K::kGroupAlpha) {  // EVT (scalar, acc) -> multiply: the scalar leaf's arguments
+      args.epilogue.thread.op_0.ptr_array = arrays_.alpha_ptr;
     }
     args.epilogue.ptr_C = nullptr;
     args.epilogue.dC = nullptr;

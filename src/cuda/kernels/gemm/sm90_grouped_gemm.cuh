@@ -23,6 +23,7 @@
 #include "cuda/kernels/gemm/sm90_act_epilogue.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
+#include "cuda/kernels/gemm/sm90_group_scalar.cuh"
 #include "cuda/kernels/pdl.cuh"
 
 namespace servekit::cuda::gemm {
@@ -130,18 +131,24 @@ struct Sm90GroupedGemm {
   using EpilogueSchedule = typename Schedules<Op, Sched>::Epilogue;
 
   // D = alpha * acc with alpha per group (fp8_per_tensor), else D = acc; no source C.
-  // The ptr-array LinearCombination reads alpha and beta through Sm90ScalarBroadcastPtrArray,
-  // which reports a producer load: the epilogue's producer warp then commits one load stage per
-  // epilogue subtile of every tile and the math warps wait for and release each one, with no
-  // data behind them. The formats with alpha = 1 take the plain conversion of the accumulator
-  // instead (an EVT of one node), which loads nothing, so the producer warp stays idle.
-  // Measured on the H200 against LinearCombination (session 26, ab/2026-12-02-s26-epi-*, two
-  // rounds, both with that call's staged fused store, us): qwen3-30b bf16 2048 tokens 512.8 / 511.5
-  // vs 519.2 / 518.2, 8192 1298.4 / 1291.5 vs 1306.9 / 1307.7; deepseek-v3 fp8_block128 8192 9082.6
-  // / 9126.9 vs 9274.9 / 9286.7.
+  // CUTLASS's ptr-array LinearCombination reads alpha and beta through
+  // Sm90ScalarBroadcastPtrArray, which reports a producer load: the epilogue's producer warp then
+  // commits one load stage per epilogue subtile of every tile and the math warps wait for and
+  // release each one, with no data behind them. So the formats with alpha = 1 take the plain
+  // conversion of the accumulator (an EVT of one node), and fp8_per_tensor multiplies by its
+  // group's alpha read in the math warps (Sm90GroupScalar, sm90_group_scalar.cuh): neither loads
+  // anything, so the producer warp stays idle. Measured on the H200 against LinearCombination
+  // (us, two rounds a row): session 26 (ab/2026-12-02-s26-epi-*, with that call's staged fused
+  // store) qwen3-30b bf16 2048 tokens 512.8 / 511.5 vs 519.2 / 518.2, 8192 1298.4 / 1291.5 vs
+  // 1306.9 / 1307.7, deepseek-v3 fp8_block128 8192 9082.6 / 9126.9 vs 9274.9 / 9286.7; session 27
+  // (ab/2026-12-03-s27-evt-epi) qwen3-30b fp8_per_tensor 2048 368.1 / 367.2 vs 369.4 / 369.3, 8192
+  // 953.2 / 948.9 vs 960.0 / 958.4.
   using FusionOp = cute::conditional_t<
       kGroupAlpha,
-      cutlass::epilogue::fusion::LinearCombination<ElementD, ElementAcc, void, ElementAcc>,
+      cutlass::epilogue::fusion::Sm90EVT<
+          cutlass::epilogue::fusion::Sm90Compute<cutlass::multiplies, ElementD, ElementAcc,
+                                                 cutlass::FloatRoundStyle::round_to_nearest>,
+          Sm90GroupScalar<ElementAcc>, cutlass::epilogue::fusion::Sm90AccFetch>,
       cutlass::epilogue::fusion::Sm90EVT<
           cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::Identity, ElementD,
                                                  ElementAcc,
@@ -163,9 +170,15 @@ struct Sm90GroupedGemm {
                                        ? SERVEKIT_DIAG_EPI_TILE_N
                                        : 0;
   // The swap-AB tile's D is column-major, for which the builder picks 128x16 subtiles (18 a
-  // 256x144 tile). A/B only: -DSERVEKIT_DIAG_SWAP_EPI_N=48 (or 72, 144) gives it 128xN ones.
+  // 256x144 tile, each a TMA store and its synchronisation); 128x48 makes it 6, and the kernel
+  // keeps its 4 mainloop stages (ptxas: 168 registers, 0 spill). Measured on the H200 (session
+  // 27, ab/2026-12-03-s27-evt-epi, dynamic bf16 layer, two rounds, us, 128x48 vs 128x16):
+  // qwen3-30b 2048 tokens 475.3 / 475.2 vs 481.9 / 482.2, qwen3-235b 2048 1495.3 / 1495.0 vs
+  // 1502.5 / 1500.0, gpt-oss-120b 4096 1982.9 / 1985.1 vs 1994.9 / 1997.2. A/B:
+  // -DSERVEKIT_DIAG_SWAP_EPI_N=0 gives the builder's subtile back (72 and 144 also divide the
+  // tile).
 #ifndef SERVEKIT_DIAG_SWAP_EPI_N
-#define SERVEKIT_DIAG_SWAP_EPI_N 0
+#define SERVEKIT_DIAG_SWAP_EPI_N 48
 #endif
   static constexpr int kSwapEpiN = SwapAB ? SERVEKIT_DIAG_SWAP_EPI_N : 0;
   static constexpr int kEpiN = SwapAB ? kSwapEpiN : kEpiTileN;
