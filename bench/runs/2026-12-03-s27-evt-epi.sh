@@ -16,10 +16,7 @@ source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-440}
 work_dir s27-evt-epi
 AB=/tmp/ab-tree
-rm -rf "$AB" && mkdir -p "$AB"
-tar --exclude=./build --exclude=./build-dev --exclude=./out --exclude=./.deps -cf - . | tar -xf - -C "$AB"
-ln -s "$PWD/.deps" "$AB/.deps"
-(cd "$AB" && patch -p1 <bench/runs/fp8-group-alpha-evt.patch >/dev/null) || { say "patch does not apply"; exit 1; }
+copy_tree "$AB" bench/runs/fp8-group-alpha-evt.patch
 (cd "$AB" && env JOBS=8 BUILD_DIR=build-ab SERVEKIT_WERROR=OFF scripts/build.sh \
   -DCMAKE_CUDA_FLAGS=-DSERVEKIT_DIAG_SWAP_EPI_N=48 >"$W/build-ab.log" 2>&1; echo $? >"$W/build-ab.rc") &
 env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$W/build.log" 2>&1 ||

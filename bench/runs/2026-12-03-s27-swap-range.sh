@@ -15,10 +15,7 @@ source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-560}
 work_dir s27-swap-range
 SW=/tmp/swap-tree
-rm -rf "$SW" && mkdir -p "$SW"
-tar --exclude=./build --exclude=./build-dev --exclude=./out --exclude=./.deps -cf - . | tar -xf - -C "$SW"
-ln -s "$PWD/.deps" "$SW/.deps"
-(cd "$SW" && patch -p1 <bench/runs/bf16-swap-ab-v2.patch >/dev/null) || { say "patch does not apply"; exit 1; }
+copy_tree "$SW" bench/runs/bf16-swap-ab-v2.patch
 (cd "$SW" && env JOBS=8 BUILD_DIR=build-swap SERVEKIT_WERROR=OFF scripts/build.sh >"$W/build-swap.log" 2>&1;
   echo $? >"$W/build-swap.rc") &
 env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh >"$W/build.log" 2>&1 ||

@@ -55,3 +55,12 @@ profile_row() {
     NCU_ARGS="$args" scripts/gpu-profile.sh >/dev/null 2>&1
   say "ncu $tag rc=$?"
 }
+# copy_tree DIR [PATCH]: a copy of the tree at DIR (without build folders, out and .deps, which
+# is linked), with PATCH applied if given; ends the calling script with a line (say) when the patch
+# does not apply. Scripts of session 27 on (switched to it after their calls ran, same commands).
+copy_tree() {
+  rm -rf "$1" && mkdir -p "$1"
+  tar --exclude=./build --exclude=./build-dev --exclude=./out --exclude=./.deps -cf - . | tar -xf - -C "$1"
+  ln -s "$PWD/.deps" "$1/.deps"
+  [[ -z ${2:-} ]] || (cd "$1" && patch -p1 <"$2" >/dev/null) || { say "patch $2 does not apply"; exit 1; }
+}

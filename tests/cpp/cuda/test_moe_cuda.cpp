@@ -552,9 +552,7 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
 // dequantized weights), SwiGLU-OAI with biases, two shared experts, against the reference.
 TEST(MoECuda, SwapTileMatchesReference) {
   SERVEKIT_REQUIRE_GPU();
-  const char* old = std::getenv("SERVEKIT_GEMM_TILE");
-  const std::string saved = old ? old : "";
-  setenv("SERVEKIT_GEMM_TILE", "swap", 1);
+  const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "swap");
   for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
     Case c;
     c.quant = q;
@@ -575,11 +573,6 @@ TEST(MoECuda, SwapTileMatchesReference) {
       check_output(layer, c, in, forward(layer, dev, stream));
     }
     cudaStreamDestroy(stream);
-  }
-  if (old) {
-    setenv("SERVEKIT_GEMM_TILE", saved.c_str(), 1);
-  } else {
-    unsetenv("SERVEKIT_GEMM_TILE");
   }
 }
 
