@@ -11,16 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <cuda_runtime.h>
-
-#define CHECK(x)                                                                    \
-  do {                                                                              \
-    cudaError_t e = (x);                                                            \
-    if (e != cudaSuccess) {                                                         \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                 \
-    }                                                                               \
-  } while (0)
+#include "probe_util.cuh"
 
 __global__ void read_kernel(const uint4* a, size_t n, uint4* sink) {
   uint4 acc = make_uint4(0, 0, 0, 0);
@@ -62,12 +53,13 @@ __global__ void tile_read_kernel(const uint4* a, size_t tiles, int ksteps, size_
       for (int j = 0; j < 8; ++j) {
         const int flat = j * 256 + threadIdx.x;  // 16-byte piece of the 32 KB step
         const int r = flat / 8, c = flat % 8;
-        const size_t i = pretiled ? (t * ksteps + k) * 2048 + flat
-                                  : (t * 256 + r) * pitch16 + size_t{8} * k + c;
+        const size_t i =
+            pretiled ? (t * ksteps + k) * 2048 + flat : (t * 256 + r) * pitch16 + size_t{8} * k + c;
         v[j] = a[i];
       }
 #pragma unroll
-      for (int j = 0; j < 8; ++j) acc.x ^= v[j].x, acc.y ^= v[j].y, acc.z ^= v[j].z, acc.w ^= v[j].w;
+      for (int j = 0; j < 8; ++j)
+        acc.x ^= v[j].x, acc.y ^= v[j].y, acc.z ^= v[j].z, acc.w ^= v[j].w;
     }
   if ((acc.x & acc.y & acc.z & acc.w) == 0xFFFFFFFFu) sink[0] = acc;
 }
@@ -80,25 +72,8 @@ int main() {
   CHECK(cudaMalloc(&a, bytes));
   CHECK(cudaMalloc(&b, bytes));
   CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
   const int grid = sms * 8, block = 256;
-  auto best = [&](auto launch) {
-    launch();
-    float best_ms = 1e30f;
-    for (int r = 0; r < 5; ++r) {
-      CHECK(cudaEventRecord(e0));
-      launch();
-      CHECK(cudaEventRecord(e1));
-      CHECK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      if (ms < best_ms) best_ms = ms;
-    }
-    CHECK(cudaGetLastError());
-    return best_ms;
-  };
+  auto best = [](auto launch) { return best_of_5_ms(launch); };
   const double gb = bytes / 1e9;
   float ms = best([&] { read_kernel<<<grid, block>>>(a, n, b); });
   std::printf("read   %.3f GB in %8.1f us: %.2f TB/s\n", gb, ms * 1e3, gb / ms);

@@ -21,35 +21,12 @@
 #include <random>
 #include <vector>
 
-#include <cuda.h>
-#include <cuda_runtime.h>
-
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    cudaError_t e = (x);                                                             \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
+#include "probe_util.cuh"
 
 constexpr int kRows = 144;                 // tokens of the swap-AB tile
 constexpr int kLine = 128;                 // bytes of one row per k-step (64 bf16)
 constexpr int kStepBytes = kRows * kLine;  // 18432
 constexpr int kMaxStages = 8;
-
-__device__ inline uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ inline void bar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n WAIT_%=:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 
 __device__ inline void expect_bytes(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
@@ -131,11 +108,6 @@ __global__ void __launch_bounds__(32, 1)
     bar_wait(smem_u32(&bars[i % stages]), (i / stages) & 1);
 }
 
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 // A [rows, cols] bf16 row-major map with a (64, box_rows) box and the 128-byte swizzle.
 CUtensorMap make_map(EncodeTiled encode, void* p, uint64_t rows, uint64_t cols, uint32_t box_rows) {
   CUtensorMap map{};
@@ -155,15 +127,7 @@ CUtensorMap make_map(EncodeTiled encode, void* p, uint64_t rows, uint64_t cols, 
 int main() {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &q));
-  if (fn == nullptr || q != cudaDriverEntryPointSuccess) {
-    std::fprintf(stderr, "no cuTensorMapEncodeTiled\n");
-    return 1;
-  }
-  const auto encode = reinterpret_cast<EncodeTiled>(fn);
+  const EncodeTiled encode = tensor_map_encoder();
   const int tokens = 8192, cols = 2048, ksteps = cols / 64;
   // The routed rows of qwen3-30b at 8192 tokens (top-8): 65536 rows = 455 whole tiles of 144.
   const int tiles = 455, routed = tiles * kRows;
@@ -215,28 +179,13 @@ int main() {
   // 2. Rate.
   CHECK(cudaFuncSetAttribute(rate_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kMaxStages * kStepBytes + 1024));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
   for (bool gather : {false, true})
     for (int stages : {2, 4, 8}) {
       auto launch = [&] {
         rate_kernel<<<sms, 32, stages * kStepBytes + 1024>>>(rows_map, box_map, didx, tiles, ksteps,
                                                              stages, gather);
       };
-      launch();
-      CHECK(cudaDeviceSynchronize());
-      float best_ms = 1e30f;
-      for (int rep = 0; rep < 5; ++rep) {
-        CHECK(cudaEventRecord(e0));
-        launch();
-        CHECK(cudaEventRecord(e1));
-        CHECK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (ms < best_ms) best_ms = ms;
-      }
-      CHECK(cudaGetLastError());
+      const float best_ms = best_of_5_ms(launch);
       const double steps_per_sm = double((tiles + sms - 1) / sms) * ksteps;
       const double gb = double(tiles) * ksteps * kStepBytes / 1e9;
       std::printf("rate: %-8s %d stages: %8.1f us, %.2f TB/s, %.3f us per k-step per SM\n",

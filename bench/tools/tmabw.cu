@@ -13,33 +13,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include <cuda.h>
-#include <cuda_runtime.h>
-
-#define CHECK(x)                                                                     \
-  do {                                                                               \
-    cudaError_t e = (x);                                                             \
-    if (e != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e)); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
+#include "probe_util.cuh"
 
 constexpr int kBoxBytes = 256 * 64 * 2;
 constexpr int kMaxStages = 6;
-
-__device__ inline uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-__device__ inline void bar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n WAIT_%=:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra WAIT_%=;\n}\n" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
 
 // tiles of 256 rows, ksteps boxes each; pretiled picks the 3D coordinates.
 __global__ void __launch_bounds__(32, 1)
@@ -82,30 +59,14 @@ __global__ void __launch_bounds__(32, 1)
     bar_wait(smem_u32(&bars[i % stages]), (i / stages) & 1);
 }
 
-using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
-                                 const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
-                                 const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
-                                 CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-
 int main() {
   int sms = 0;
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult q{};
-  CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
-                                         &q));
-  if (fn == nullptr || q != cudaDriverEntryPointSuccess) {
-    std::fprintf(stderr, "no cuTensorMapEncodeTiled\n");
-    return 1;
-  }
-  const auto encode = reinterpret_cast<EncodeTiled>(fn);
+  const EncodeTiled encode = tensor_map_encoder();
   const size_t bytes = size_t{1} << 30;
   void* a = nullptr;
   CHECK(cudaMalloc(&a, bytes));
   CHECK(cudaMemset(a, 1, bytes));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
   CHECK(cudaFuncSetAttribute(tma_read_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              kMaxStages * kBoxBytes + 1024));
   const cuuint32_t box2[2] = {64, 256}, box3[3] = {64, 256, 1}, one[3] = {1, 1, 1};
@@ -141,19 +102,7 @@ int main() {
           tma_read_kernel<<<sms, 32, stages * kBoxBytes + 1024>>>(map, tiles, ksteps, stages,
                                                                   pretiled);
         };
-        launch();
-        CHECK(cudaDeviceSynchronize());
-        float best_ms = 1e30f;
-        for (int rep = 0; rep < 5; ++rep) {
-          CHECK(cudaEventRecord(e0));
-          launch();
-          CHECK(cudaEventRecord(e1));
-          CHECK(cudaEventSynchronize(e1));
-          float ms = 0;
-          CHECK(cudaEventElapsedTime(&ms, e0, e1));
-          if (ms < best_ms) best_ms = ms;
-        }
-        CHECK(cudaGetLastError());
+        const float best_ms = best_of_5_ms(launch);
         std::printf("tma pitch %5zu B, %d stages, %-9s %.3f GB in %8.1f us: %.2f TB/s\n", pitch,
                     stages, pretiled ? "pretiled" : "row-major", gb, best_ms * 1e3, gb / best_ms);
       }
