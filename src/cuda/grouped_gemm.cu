@@ -3,6 +3,7 @@
 #include "cuda/grouped_gemm.h"
 #include "servekit/error.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <optional>
 
@@ -49,8 +50,7 @@ class TileChoosingGemm final : public GroupedGemm {
   const GroupedGemm& pick(int64_t rows_hint) const {
     const GroupedGemmShape& s = large_->shape();
     const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
-    const int64_t per_group = rows / s.num_groups;
-    switch (choose_gemm_tile(s.operand, per_group, large_->fuses_activation(), choice_)) {
+    switch (kind_for(rows / s.num_groups)) {
       case GemmTileKind::kSmall:
         if (small_) return *small_;
         break;
@@ -63,8 +63,21 @@ class TileChoosingGemm final : public GroupedGemm {
     return *large_;
   }
 
+  // choose_gemm_tile's padding model costs 2-10 us of host time (it sums over the spread of a
+  // group's rows), and a forward asks 2-3 times with the same rows per group: the last answer is
+  // kept, packed as (rows per group << 2) | kind in one atomic for concurrent forwards.
+  GemmTileKind kind_for(int64_t per_group) const {
+    const int64_t last = last_pick_.load(std::memory_order_relaxed);
+    if (last >= 0 && last >> 2 == per_group) return static_cast<GemmTileKind>(last & 3);
+    const GemmTileKind kind =
+        choose_gemm_tile(large_->shape().operand, per_group, large_->fuses_activation(), choice_);
+    last_pick_.store(per_group << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
+    return kind;
+  }
+
   std::unique_ptr<GroupedGemm> large_, small_, swap_;
   GemmTileChoice choice_;
+  mutable std::atomic<int64_t> last_pick_{-1};
 };
 
 }  // namespace
