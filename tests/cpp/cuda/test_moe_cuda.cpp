@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -152,15 +153,17 @@ Inputs make_inputs(const Case& c, int64_t tokens) {
 // Device copies of Inputs and the output buffer, with the views forward takes.
 class DeviceInputs {
  public:
-  DeviceInputs(const Inputs& in, const Case& c)
-      : hidden_(in.hidden),
+  // misalign: hidden starts this many bf16 elements into its allocation (1: not 16-byte aligned).
+  DeviceInputs(const Inputs& in, const Case& c, int misalign = 0)
+      : hidden_(with_lead(in.hidden, misalign)),
         logits_(in.logits),
         bias_(in.bias),
         ids_(in.ids),
         weights_(in.weights),
         out_(static_cast<size_t>(in.tokens * c.hidden) * 2) {
     const Device dev = Device::cuda(0);
-    view_.hidden = TensorView::contiguous(hidden_.get(), DType::kBF16, {in.tokens, c.hidden}, dev);
+    view_.hidden =
+        TensorView::contiguous(hidden_.get() + misalign, DType::kBF16, {in.tokens, c.hidden}, dev);
     if (c.routing != RoutingMethod::kPrecomputed) {
       view_.router_logits =
           TensorView::contiguous(logits_.get(), DType::kF32, {in.tokens, c.experts}, dev);
@@ -179,6 +182,11 @@ class DeviceInputs {
   DeviceArray<uint16_t>& out_buffer() { return out_; }
 
  private:
+  static std::vector<uint16_t> with_lead(const std::vector<uint16_t>& v, int lead) {
+    std::vector<uint16_t> out(static_cast<size_t>(lead), 0);
+    out.insert(out.end(), v.begin(), v.end());
+    return out;
+  }
   DeviceArray<uint16_t> hidden_;
   DeviceArray<float> logits_, bias_;
   DeviceArray<int32_t> ids_;
@@ -571,6 +579,65 @@ TEST(MoECuda, SwapTileMatchesReference) {
       const Inputs in = make_inputs(c, t);
       DeviceInputs dev(in, c);
       check_output(layer, c, in, forward(layer, dev, stream));
+    }
+    cudaStreamDestroy(stream);
+  }
+}
+
+// GEMM1 reading the hidden rows through the plan (SERVEKIT_DYNAMIC_GEMM_GATHER=1, the default,
+// read at construction) against the gathered copy (=0): the same bits, and the reference. bf16
+// and int4_w4a16 (bf16 GEMMs), two shared experts, an EP-local range (rows of non-local slots
+// are not in the plan); 1 and 33 tokens take the 64-row tile, 1000 the swap-AB tile, 600 and
+// 2048 the 128-row tile with the fused activation (rows per group: tokens x 6 / 15). A hidden
+// that is not 16-byte aligned falls back to the copy (same bits).
+TEST(MoECuda, GemmRowGatherMatchesTheCopy) {
+  SERVEKIT_REQUIRE_GPU();
+  ASSERT_EQ(cuda::choose_gemm_tile(cuda::GemmOperand::kBF16, 33 * 6 / 15, true),
+            cuda::GemmTileKind::kSmall);
+  ASSERT_EQ(cuda::choose_gemm_tile(cuda::GemmOperand::kBF16, 1000 * 6 / 15, true),
+            cuda::GemmTileKind::kSwap);
+  ASSERT_EQ(cuda::choose_gemm_tile(cuda::GemmOperand::kBF16, 600 * 6 / 15, true),
+            cuda::GemmTileKind::kLarge);
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
+    Case c;
+    c.quant = q;
+    c.bias = true;
+    c.shared = 2;
+    c.local_offset = 2;
+    c.local_count = 13;
+    c.max_tokens = 2048;
+    SCOPED_TRACE(case_name(c));
+    std::unique_ptr<MoELayer> copy, gather;
+    {
+      const testing::ScopedEnv off("SERVEKIT_DYNAMIC_GEMM_GATHER", "0");
+      copy = std::make_unique<MoELayer>(make_config(c));
+    }
+    {
+      const testing::ScopedEnv on("SERVEKIT_DYNAMIC_GEMM_GATHER", "1");
+      gather = std::make_unique<MoELayer>(make_config(c));
+    }
+    load_experts(*copy, c);
+    load_experts(*gather, c);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    for (int64_t t : {1, 33, 600, 1000, 2048}) {
+      c.tokens = t;
+      c.sample = 48;
+      SCOPED_TRACE(t);
+      const Inputs in = make_inputs(c, t);
+      DeviceInputs dev(in, c), odd(in, c, 1);
+      const std::vector<float> want = forward(*copy, dev, stream);
+      for (DeviceInputs* d : {&dev, &odd}) {
+        const std::vector<float> got = forward(*gather, *d, stream);
+        ASSERT_EQ(got.size(), want.size());
+        int64_t bad = 0;
+        for (size_t i = 0; i < got.size(); ++i)
+          if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && bad++ < 5)
+            ADD_FAILURE() << (d == &odd ? "unaligned hidden, " : "") << "element " << i
+                          << ": gather " << got[i] << " vs copy " << want[i];
+        EXPECT_EQ(bad, 0);
+      }
+      check_output(*gather, c, in, want);
     }
     cudaStreamDestroy(stream);
   }

@@ -15,6 +15,7 @@
 #include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
 #include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
+#include "cuda/tensor_map.h"
 #include "servekit/error.h"
 
 namespace servekit::cuda::gemm {
@@ -41,7 +42,9 @@ struct GroupArgumentArrays {
 };
 
 // One thread per group: M_g from the offsets, then the pointers of group g. act_bytes: bytes of
-// one fused-activation output element (1 for e4m3, 2 for bf16).
+// one fused-activation output element (1 for e4m3, 2 for bf16). With a row gather the token
+// operand's pointer is only written into the group's tensor map, never loaded through: it is
+// a_source's first row for every group.
 template <class K>
 __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOperands ops,
                                       int num_groups, int n, int k, int act_bytes) {
@@ -50,7 +53,9 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
   for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
     const int begin = ops.group_offsets[g];
     const int m = ops.group_offsets[g + 1] - begin;
-    const auto* rows = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
+    const auto* rows = ops.a_rows != nullptr
+                           ? static_cast<const typename K::ElementAB*>(ops.a_source)
+                           : static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
     const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
     if constexpr (K::kSwapAB) {  // D_gᵀ = B_g · A_gᵀ: weights first, rows as N
       args.problem_sizes[g] = cute::make_shape(n, m, k);
@@ -124,8 +129,10 @@ class GroupedGemmRunner final : public GroupedGemm {
   }
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
-    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && ops.d,
-                   "grouped_gemm: group_offsets, a, b and d are required");
+    SERVEKIT_CHECK(ops.group_offsets && (ops.a || ops.a_rows) && ops.b && ops.d,
+                   "grouped_gemm: group_offsets, a (or a_rows), b and d are required");
+    SERVEKIT_CHECK(ops.a_rows == nullptr || K::kRowGather,
+                   "grouped_gemm: a_rows given, but this GEMM cannot gather rows (bf16 only)");
     SERVEKIT_CHECK(ops.act_out == nullptr || fuses_activation(),
                    "grouped_gemm: act_out given, but this GEMM has no fused activation "
                    "(shape.act disabled, or a tile without it)");
@@ -140,6 +147,15 @@ class GroupedGemmRunner final : public GroupedGemm {
                shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
                static_cast<int>(act_element_bytes(shape_.act.format)));
     auto params = params_;  // Gemm::run takes a mutable reference
+    if constexpr (K::kRowGather) {
+      RowGatherParams& gather = params.mainloop.gather;
+      if (ops.a_rows != nullptr) {
+        encode_bf16_row_map(&gather.map, ops.a_source, ops.a_source_rows, shape_.k);
+        gather.row_source = ops.a_rows;
+        gather.group_offsets = ops.group_offsets;
+        gather.source_rows = static_cast<int32_t>(ops.a_source_rows);
+      }
+    }
     const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);
     SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
                    "grouped_gemm: CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
@@ -151,6 +167,7 @@ class GroupedGemmRunner final : public GroupedGemm {
   bool fuses_activation(int64_t /*rows_hint*/ = 0) const override {
     return K::kActEpilogue && shape_.act.enabled;
   }
+  bool gathers_rows() const override { return K::kRowGather; }
 
  private:
   // Carves every per-group array and the CUTLASS workspace out of one allocation.
