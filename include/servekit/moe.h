@@ -103,7 +103,8 @@ struct MoEWeights {
 };
 
 struct MoEInputs {
-  TensorView hidden;           // [T, H] bf16, contiguous, on the layer's device
+  TensorView hidden;           // [T, H] bf16, contiguous, on the layer's device (CUDA: 16-byte
+                               // aligned, as out)
   TensorView router_logits;    // [T, E] f32 or bf16 (all methods but kPrecomputed)
   TensorView correction_bias;  // [E] f32 (kDeepSeekV3, kMiniMax)
   TensorView topk_ids;         // [T, K] int32 global ids, kPrecomputed only; -1 = no expert

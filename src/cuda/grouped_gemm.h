@@ -78,12 +78,11 @@ struct GroupedGemmOperands {               // all device pointers
   float* act_out_scale = nullptr;
   const float* act_bias = nullptr;
   // Row gather (GEMMs with gathers_rows(): bf16): with a_rows non-null, row r of A is
-  // a_source[a_rows[r]], read by the GEMM's TMA loads one 64-column row at a time, and `a` is
-  // not read. a_source: [a_source_rows, K] row-major bf16, 16-byte aligned; a_rows: [off[G]]
-  // int32, each in [0, a_source_rows). The same results as gathering the rows into `a` first.
+  // a_source[a_rows[r]], read by the GEMM's producer warp 16 bytes a lane, and `a` is not read.
+  // a_source: [rows, K] row-major bf16, 16-byte aligned (run() throws otherwise); a_rows:
+  // [off[G]] int32, each a row of a_source. The same bits as gathering the rows into `a` first.
   const void* a_source = nullptr;
   const int32_t* a_rows = nullptr;
-  int64_t a_source_rows = 0;
   // Launch with programmatic dependent launch (kernels/pdl.cuh): the setup and GEMM kernels may
   // start while the previous kernel on the stream runs, and wait for it before reading. Only
   // when the previous operation on the stream is a kernel. Never changes results.

@@ -160,8 +160,7 @@ class CudaMoEBackend final : public MoEBackend {
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
   // SERVEKIT_DYNAMIC_GEMM_GATHER (on by default, dynamic_options.h): bf16 layers without a
   // quantized input let GEMM1 read the hidden rows through the plan's row_token (the GEMM's
-  // row gather) instead of a gathered copy; forwards whose hidden is not 16-byte aligned take
-  // the copy.
+  // row gather) instead of a gathered copy.
   bool gemm_gather_ = false;
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
@@ -471,8 +470,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   // launch while the previous one runs, and waits for it before
   // reading anything (kernels/pdl.cuh); every predecessor is a kernel (the fp8_per_tensor amax
   // passes, which follow a memset, launch without it).
-  const bool gather_in_gemm =
-      gemm_gather_ && tokens > 0 && reinterpret_cast<uintptr_t>(in.hidden.data) % 16 == 0;
+  const bool gather_in_gemm = gemm_gather_ && tokens > 0;
   if (!gather_in_gemm) {
     cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_,
                                  top_k_ + num_shared_, plan_, a1, stream, pdl_);
@@ -492,7 +490,6 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   if (gather_in_gemm) {       // GEMM1 reads hidden[row_token[r]] itself
     g1.a = nullptr;
     g1.a_source = in.hidden.data;
-    g1.a_source_rows = tokens;
     g1.a_rows = plan_.row_token;
   }
   g1.pdl = pdl_;

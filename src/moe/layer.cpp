@@ -1,6 +1,8 @@
 // MoELayer: validates the config and every forward argument, converts canonical bf16 weights
 // into prepared experts (quant.h) and hands them to the backend (moe/backend.h).
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "moe/backend.h"
@@ -314,6 +316,13 @@ void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
                  " tokens, must be in [1, max_num_tokens=", cfg.exec.max_num_tokens, "]");
   check_tensor(in.hidden, where, "hidden", {DType::kBF16}, {T, H}, dev, true);
   check_tensor(out, where, "out", {DType::kBF16}, {T, H}, dev, true);
+  if (dev.is_cuda()) {  // the CUDA kernels move hidden and out rows in 16-byte vectors
+    for (const auto& [name, t] :
+         {std::pair<const char*, const TensorView*>{"hidden", &in.hidden}, {"out", &out}}) {
+      SERVEKIT_CHECK(reinterpret_cast<uintptr_t>(t->data) % 16 == 0, where, ": ", name,
+                     " must start at a 16-byte aligned address on a CUDA device");
+    }
+  }
 
   const std::string routing(routing_name(method));
   if (method == RoutingMethod::kPrecomputed) {

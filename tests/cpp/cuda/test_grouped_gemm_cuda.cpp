@@ -272,7 +272,6 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
         gemm->run(plain, nullptr);
         ops.a = nullptr;
         ops.a_source = d_src.get();
-        ops.a_source_rows = src.source_rows;
         ops.a_rows = d_index.get();
       }
       gemm->run(ops, nullptr);
@@ -343,9 +342,8 @@ TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
 }
 // The row gather on each bf16 tile (sm90_row_gather.cuh): A read through an index from a
 // larger matrix, repeated rows included, against the reference and bit for bit against the run
-// on the gathered copy. The 128-row tile's 64-row slices (cluster 1x2), the 64-row tile's
-// 32-row ones and the swap-AB tile's 72-token ones (cluster 2x1) all end inside the layouts'
-// groups; then create()'s per-run pick over the three.
+// on the gathered copy; the layouts' groups end inside the 128-, 64- and 144-row token tiles
+// (zero-filled rows past a group's end); then create()'s per-run pick over the three.
 TEST(GroupedGemmCuda, BF16RowGather) {
   for (Factory f :
        {make_grouped_gemm_bf16, make_grouped_gemm_bf16_small_m, make_grouped_gemm_bf16_swap}) {
@@ -353,12 +351,13 @@ TEST(GroupedGemmCuda, BF16RowGather) {
   }
   run_case(GemmOperand::kBF16, 1536, 2048, nullptr, {150, 640, 5000}, true);
 }
-// a_rows on a GEMM that cannot gather, or with a source the TMA cannot address, is an error.
+// a_rows on a GEMM that cannot gather, or with a source it cannot read in 16-byte pieces, is an
+// error.
 TEST(GroupedGemmCuda, RowGatherRejectsBadArguments) {
   SERVEKIT_REQUIRE_GPU();
   DeviceArray<int32_t> off(std::vector<int32_t>{0, 1}), index(std::vector<int32_t>{0});
-  DeviceArray<uint8_t> src(std::vector<uint8_t>(4 * 256 * 2 + 16)),
-      b(std::vector<uint8_t>(256 * 256 * 2));
+  DeviceArray<uint8_t> src(std::vector<uint8_t>(4 * 256 * 2 + 16));
+  DeviceArray<uint8_t> b(std::vector<uint8_t>(256 * 256 * 2));
   DeviceArray<uint16_t> d(256);
   GroupedGemmOperands ops;
   ops.group_offsets = off.get();
@@ -366,7 +365,6 @@ TEST(GroupedGemmCuda, RowGatherRejectsBadArguments) {
   ops.d = d.get();
   ops.a_rows = index.get();
   ops.a_source = src.get();
-  ops.a_source_rows = 4;
   auto fp8 = GroupedGemm::create({GemmOperand::kFP8PerTensor, 1, 256, 256, 1}, 0);
   EXPECT_FALSE(fp8->gathers_rows());
   EXPECT_THROW(fp8->run(ops, nullptr), Error);
@@ -374,10 +372,9 @@ TEST(GroupedGemmCuda, RowGatherRejectsBadArguments) {
   EXPECT_TRUE(bf16->gathers_rows());
   ops.a_source = src.get() + 2;  // not 16-byte aligned
   EXPECT_THROW(bf16->run(ops, nullptr), Error);
-  ops.a_source = src.get();
-  ops.a_source_rows = 0;
+  ops.a_source = nullptr;
   EXPECT_THROW(bf16->run(ops, nullptr), Error);
-  ops.a_source_rows = 4;
+  ops.a_source = src.get();
   EXPECT_NO_THROW(bf16->run(ops, nullptr));
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }

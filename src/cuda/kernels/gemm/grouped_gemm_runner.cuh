@@ -15,7 +15,6 @@
 #include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
 #include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
-#include "cuda/tensor_map.h"
 #include "servekit/error.h"
 
 namespace servekit::cuda::gemm {
@@ -148,12 +147,18 @@ class GroupedGemmRunner final : public GroupedGemm {
                static_cast<int>(act_element_bytes(shape_.act.format)));
     auto params = params_;  // Gemm::run takes a mutable reference
     if constexpr (K::kRowGather) {
-      RowGatherParams& gather = params.mainloop.gather;
       if (ops.a_rows != nullptr) {
-        encode_bf16_row_map(&gather.map, ops.a_source, ops.a_source_rows, shape_.k);
+        SERVEKIT_CHECK(
+            ops.a_source != nullptr && reinterpret_cast<uintptr_t>(ops.a_source) % 16 == 0,
+            "grouped_gemm: the row gather's a_source must be a 16-byte aligned "
+            "device pointer");
+        RowGatherParams& gather = params.mainloop.gather;
+        gather.source = static_cast<const char*>(ops.a_source);
+        gather.row_bytes = shape_.k * 2;
         gather.row_source = ops.a_rows;
         gather.group_offsets = ops.group_offsets;
-        gather.source_rows = static_cast<int32_t>(ops.a_source_rows);
+        // The stage's TMA now brings the weight tile only (sm90_row_gather.cuh).
+        params.mainloop.tma_transaction_bytes = K::CollectiveMainloop::kWeightTmaBytes;
       }
     }
     const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);

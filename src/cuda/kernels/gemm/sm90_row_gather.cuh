@@ -1,4 +1,4 @@
-// The bf16 grouped GEMM's producer with the token rows gathered by the TMA: the MoE layer's
+// The bf16 grouped GEMM's producer gathering the token rows itself: the MoE layer's
 // GEMM1 reads its rows straight from the hidden states, row r of the permuted problem being
 // hidden[row_source[r]], instead of from a gathered copy that a separate kernel wrote (the copy
 // is T*K*H*2 bytes written and read again: ~19 us of qwen3-30b's bf16 layer at 2048 tokens and
@@ -6,17 +6,22 @@
 // sm90_grouped_gemm.cuh.
 //
 // How: the token operand's k-tile in shared memory is TileRows rows of 64 bf16 (128 bytes each,
-// 128-byte swizzle), row i at byte i * 128 of the stage. Each row is one TMA load of a 64 x 1
-// box of hidden [source_rows, K] with the same swizzle; the swizzle follows the shared-memory
-// address (16-byte chunk c of the row lands at chunk c ^ ((address / 128) % 8)), so a one-row load
-// to row i's line lands where the box load of the whole tile would put it (measured with
-// bench/tools/tma_rowgather.cu). The 32 lanes of the producer warp issue the rows of this CTA's
-// slice of the tile, with the multicast of the box load they replace: the CTAs of a cluster that
-// share the token tile each load 1/cluster of its rows into all of them. Rows past the group's
-// end are loaded from row source_rows, out of bounds, which the TMA fills with zeros without
-// reading memory (the epilogue stores none of them). The weight operand keeps CUTLASS's box load
-// from the per-group tensor map. The stage's transaction bytes are the box load's, so the
-// pipeline (and the consumer side) is unchanged.
+// 128-byte swizzle: 16-byte chunk c of row i at byte i * 128 + (c ^ (i % 8)) * 16 of the stage).
+// The producer warp fills it with cp.async, 16 bytes a lane: each instruction covers four rows,
+// eight lanes a row (one 128-byte line each), so a k-tile of 144 rows is 36 instructions a lane.
+// Rows past the group's end are zero-filled (src-size 0) without reading memory; the epilogue
+// stores none of them. Each lane's cp.async.mbarrier.arrive (the counting form: +1 on the stage's
+// full barrier now, -1 when its copies land) holds the stage until its copies landed; lane 0's
+// arrive of the pipeline (producer_acquire) expects only the weight tile's bytes
+// (tma_transaction_bytes, set by the runner for gathered runs), and the weight TMA is issued
+// after the whole warp has arrived, so the stage cannot complete early. The weight operand keeps
+// CUTLASS's box load from the per-group tensor map. Consumers read the stage after the barrier
+// as CUTLASS's cp.async GMMA mainloop does.
+//
+// Why not TMA: one-row TMA loads (a 64 x 1 box each) land in the right swizzled place, but the
+// TMA unit takes ~27 ns per load: 144 rows a k-step cost 3.9 us per SM against 0.54 us for one box
+// load of the gathered copy (bench/tools/tma_rowgather.cu), and the layer ran 1.6-2x slower
+// (docs/perf-notes.md, twenty-eighth pass).
 //
 // Whether a run gathers is a run-time choice: with params.gather.row_source null the base's
 // producer runs, reading the operand from the per-group pointers (the runner's run() sets it).
@@ -30,10 +35,10 @@
 namespace servekit::cuda::gemm {
 
 struct RowGatherParams {
-  cute::TmaDescriptor map{};               // source [source_rows, K] bf16, box 64 x 1, SW128
+  const char* source = nullptr;            // [source rows, K] bf16, 16-byte aligned
+  int64_t row_bytes = 0;                   // K * 2
   const int32_t* row_source = nullptr;     // [rows]: source row of permuted row r; null: off
   const int32_t* group_offsets = nullptr;  // [G + 1]
-  int32_t source_rows = 0;
 };
 
 // Base: CUTLASS's ptr-array TMA mainloop (CollectiveMma<MainloopSm90ArrayTmaGmmaWarpSpecialized..>)
@@ -47,6 +52,8 @@ struct RowGatherMainloop : Base {
   using ClusterShape = typename Base::DispatchPolicy::ClusterShape;
   using SmemLayoutTokens =
       cute::conditional_t<kTokensAreB, typename Base::SmemLayoutB, typename Base::SmemLayoutA>;
+  using SmemLayoutWeights =
+      cute::conditional_t<kTokensAreB, typename Base::SmemLayoutA, typename Base::SmemLayoutB>;
 
   using Arguments = typename Base::Arguments;
   struct Params : Base::Params {
@@ -54,23 +61,15 @@ struct RowGatherMainloop : Base {
   };
 
   static constexpr int kRows = cute::size<0>(SmemLayoutTokens{});
-  static constexpr int kStageElems = kRows * cute::size<1>(SmemLayoutTokens{});
   static_assert(cute::is_same_v<typename Base::ElementA, cutlass::bfloat16_t> &&
                     cute::is_same_v<typename Base::ElementB, cutlass::bfloat16_t>,
                 "the row gather is written for bf16 operands");
   static_assert(cute::size<1>(SmemLayoutTokens{}) == 64,
                 "one k-tile row must be one 128-byte swizzle line (tile K = 64 bf16)");
-  // Along which cluster dimension the token tile is shared (multicast) and how it is split.
-  static constexpr int kShare =
-      kTokensAreB ? cute::size<0>(ClusterShape{}) : cute::size<1>(ClusterShape{});
-  static_assert(kRows % kShare == 0, "the token tile must split evenly across the cluster");
-  static constexpr int kSlice = kRows / kShare;
-  static_assert((kShare > 1) ==
-                    cute::is_same_v<cute::conditional_t<kTokensAreB, typename Base::GmemTiledCopyB,
-                                                        typename Base::GmemTiledCopyA>,
-                                    cute::SM90_TMA_LOAD_MULTICAST>,
-                "the token tile is multicast exactly when the cluster shares it");
-  static constexpr int kPerLane = (kSlice + 31) / 32;
+  static_assert(kRows % 4 == 0, "four rows per cp.async instruction of the warp");
+  // Bytes the stage's TMA brings when the token rows come by cp.async: the weight tile's.
+  static constexpr uint32_t kWeightTmaBytes =
+      uint32_t(cute::size<0>(SmemLayoutWeights{}) * cute::size<1>(SmemLayoutWeights{}) * 2);
 
   template <class ProblemShape>
   static Params to_underlying_arguments(ProblemShape problem_shapes, Arguments const& args,
@@ -122,26 +121,28 @@ struct RowGatherMainloop : Base {
     const int lane = thread_idx % 32;
     constexpr uint32_t cluster_x = size<0>(ClusterShape{});
     const uint2 cid = {block_rank_in_cluster % cluster_x, block_rank_in_cluster / cluster_x};
-    auto [m_coord, n_coord, k_coord, l_coord] = blk_coord;
-    auto block_layout = Layout<ClusterShape>{};  // (m, n) -> block id
+    const auto m_coord = get<0>(blk_coord);
+    const auto n_coord = get<1>(blk_coord);
+    const auto l_coord = get<3>(blk_coord);
 
-    // The weight operand: CUTLASS's box load, as in the base.
+    // The weight operand: CUTLASS's box load, as in the base (multicast mask included).
     Tensor sA =
         make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), typename Base::SmemLayoutA{});
     Tensor sB =
         make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), typename Base::SmemLayoutB{});
-    // Multicast masks as the base computes them: A is shared along the cluster's N, B along M.
-    uint16_t mask_a = 0, mask_b = 0;
-    if constexpr (cute::is_same_v<typename Base::GmemTiledCopyA, SM90_TMA_LOAD_MULTICAST>) {
-      for (int n = 0; n < size<1>(block_layout); ++n)
-        mask_a |= uint16_t(1) << block_layout(cid.x, n, Int<0>{});
+    uint16_t weight_mask = 0;
+    auto block_layout = Layout<ClusterShape>{};  // (m, n) -> block id
+    using WeightCopy = cute::conditional_t<kTokensAreB, typename Base::GmemTiledCopyA,
+                                           typename Base::GmemTiledCopyB>;
+    if constexpr (cute::is_same_v<WeightCopy, SM90_TMA_LOAD_MULTICAST>) {
+      if constexpr (kTokensAreB) {
+        for (int n = 0; n < size<1>(block_layout); ++n)
+          weight_mask |= uint16_t(1) << block_layout(cid.x, n, Int<0>{});
+      } else {
+        for (int m = 0; m < size<0>(block_layout); ++m)
+          weight_mask |= uint16_t(1) << block_layout(m, cid.y, Int<0>{});
+      }
     }
-    if constexpr (cute::is_same_v<typename Base::GmemTiledCopyB, SM90_TMA_LOAD_MULTICAST>) {
-      for (int m = 0; m < size<0>(block_layout); ++m)
-        mask_b |= uint16_t(1) << block_layout(m, cid.y, Int<0>{});
-    }
-    const uint16_t weight_mask = kTokensAreB ? mask_a : mask_b;
-    const uint16_t token_mask = kTokensAreB ? mask_b : mask_a;
     auto weight_tma = [&]() {
       if constexpr (kTokensAreB) {
         auto block_tma = params.tma_load_a.get_slice(cid.y);
@@ -156,31 +157,44 @@ struct RowGatherMainloop : Base {
     Tensor tWg = get<0>(weight_tma);
     Tensor tWs = get<1>(weight_tma);
 
-    // This CTA's rows of the token tile: slice `slice` of kShare, up to kPerLane per lane.
+    // The tile's rows [tile_row0, tile_row0 + kRows) of the group; rows past its end (or past
+    // the tile, none) are zero-filled.
     const int2 group = get<2>(load_inputs);
-    const int slice = kTokensAreB ? cid.x : cid.y;
     const int tile_row0 = (kTokensAreB ? int(n_coord) : int(m_coord)) * kRows;
-    int32_t src[kPerLane];
-    int line[kPerLane];
-    CUTLASS_PRAGMA_UNROLL
-    for (int j = 0; j < kPerLane; ++j) {
-      const int i = lane + 32 * j;  // within the slice
-      line[j] = slice * kSlice + i;
-      const int r = tile_row0 + line[j];
-      src[j] = i < kSlice && r < group.y ? params.gather.row_source[group.x + r]
-                                         : params.gather.source_rows;
-    }
-    const uint64_t map = reinterpret_cast<uint64_t>(&params.gather.map);
+    const int32_t* row_source = params.gather.row_source + group.x + tile_row0;
+    const int rows_here = group.y - tile_row0;
+    const int chunk = lane % 8, quad = lane / 8;  // this lane's 16 bytes of rows 4j + quad
+    const char* source = params.gather.source + chunk * 16;
+    const int row_bytes = static_cast<int>(params.gather.row_bytes);  // < 2^31 (runner)
     const uint32_t tokens_smem = cute::cast_smem_ptr_to_uint(
         kTokensAreB ? shared_tensors.smem_B.data() : shared_tensors.smem_A.data());
 
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k_tile_count > 0; --k_tile_count) {
-      pipeline.producer_acquire(smem_pipe_write);  // every lane waits; lane 0 expects the bytes
+      // Every lane waits for the stage to be free; lane 0 arrives, expecting the weight bytes.
+      pipeline.producer_acquire(smem_pipe_write);
       using BarrierType = typename MainloopPipeline::ProducerBarrierType;
       BarrierType* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
       const int stage = smem_pipe_write.index();
       const int k_tile = *k_tile_iter;
+      const uint32_t stage_smem = tokens_smem + uint32_t(stage * kRows * 128);
+      const char* column = source + int64_t{k_tile} * 128;
+      // The row indices come from L1 every k-tile: kept in registers, or hoisted by the compiler,
+      // they spill (the producer warp group has 40 registers).
+#pragma unroll 4
+      for (int j = 0; j < kRows / 4; ++j) {
+        const int row = 4 * j + quad;
+        const int32_t s = row < rows_here ? __ldg(row_source + row) : -1;
+        const uint32_t dst = stage_smem + uint32_t(row * 128 + ((chunk ^ (row % 8)) << 4));
+        const char* src = column + (s >= 0 ? static_cast<int64_t>(s) * row_bytes : 0);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                     "r"(s >= 0 ? 16 : 0)
+                     : "memory");
+      }
+      asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];" ::"r"(
+                       cute::cast_smem_ptr_to_uint(tma_barrier))
+                   : "memory");
+      __syncwarp();
       if (lane == 0) {
         if constexpr (kTokensAreB) {
           copy(params.tma_load_a.with(get<0>(input_tensormaps), *tma_barrier, weight_mask),
@@ -188,27 +202,6 @@ struct RowGatherMainloop : Base {
         } else {
           copy(params.tma_load_b.with(get<1>(input_tensormaps), *tma_barrier, weight_mask),
                tWg(_, _, _, k_tile), tWs(_, _, _, stage));
-        }
-      }
-      const uint32_t bar = cute::cast_smem_ptr_to_uint(tma_barrier);
-      const int col = k_tile * 64;
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < kPerLane; ++j) {
-        if (lane + 32 * j < kSlice) {
-          const uint32_t dst = tokens_smem + uint32_t((stage * kRows + line[j]) * 128);
-          if constexpr (kShare > 1) {
-            asm volatile(
-                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
-                "l"(map), "r"(bar), "r"(col), "r"(src[j]), "h"(token_mask)
-                : "memory");
-          } else {
-            asm volatile(
-                "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
-                "l"(map), "r"(bar), "r"(col), "r"(src[j])
-                : "memory");
-          }
         }
       }
       ++k_tile_iter;
