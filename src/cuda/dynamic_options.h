@@ -10,11 +10,6 @@
 //                                   issue 3's rows; docs/perf-notes.md, twenty-fifth pass); 0
 //                                   keeps the usual W13 layout and the separate pass. Results
 //                                   are identical either way.
-//   SERVEKIT_DYNAMIC_GEMM_GATHER=0|1 bf16 GEMM1 reads the hidden rows through the plan's
-//                                   row index with one-row TMA loads (sm90_row_gather.cuh)
-//                                   instead of a gathered copy written by a separate kernel
-//                                   (default 1; docs/perf-notes.md, twenty-eighth pass); 0
-//                                   keeps the copy. Results are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

@@ -45,10 +45,6 @@ class TileChoosingGemm final : public GroupedGemm {
   bool fuses_activation(int64_t rows_hint) const override {
     return pick(rows_hint).fuses_activation();
   }
-  bool gathers_rows() const override {
-    return large_->gathers_rows() && (!small_ || small_->gathers_rows()) &&
-           (!swap_ || swap_->gathers_rows());
-  }
 
  private:
   const GroupedGemm& pick(int64_t rows_hint) const {

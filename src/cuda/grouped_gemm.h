@@ -56,7 +56,7 @@ struct GroupedGemmShape {
 
 struct GroupedGemmOperands {               // all device pointers
   const int32_t* group_offsets = nullptr;  // [G + 1], non-decreasing, off[0] = 0
-  const void* a = nullptr;                 // may be null when a_rows gathers A
+  const void* a = nullptr;
   const void* b = nullptr;
   void* d = nullptr;
   const float* a_scale = nullptr;        // fp8_per_tensor: [1]
@@ -77,12 +77,6 @@ struct GroupedGemmOperands {               // all device pointers
   void* act_out = nullptr;
   float* act_out_scale = nullptr;
   const float* act_bias = nullptr;
-  // Row gather (GEMMs with gathers_rows(): bf16): with a_rows non-null, row r of A is
-  // a_source[a_rows[r]], read by the GEMM's producer warp 16 bytes a lane, and `a` is not read.
-  // a_source: [rows, K] row-major bf16, 16-byte aligned (run() throws otherwise); a_rows:
-  // [off[G]] int32, each a row of a_source. The same bits as gathering the rows into `a` first.
-  const void* a_source = nullptr;
-  const int32_t* a_rows = nullptr;
   // Launch with programmatic dependent launch (kernels/pdl.cuh): the setup and GEMM kernels may
   // start while the previous kernel on the stream runs, and wait for it before reading. Only
   // when the previous operation on the stream is a kernel. Never changes results.
@@ -120,8 +114,6 @@ class GroupedGemm {
   virtual const GroupedGemmShape& shape() const = 0;
   // The configuration a run with this rows_hint uses (0: capacity_rows).
   virtual GemmConfig config(int64_t rows_hint = 0) const = 0;
-  // Whether runs can take a_rows (every tile of this GEMM gathers rows).
-  virtual bool gathers_rows() const = 0;
   // Whether a run with this rows_hint can take act_out (shape.act enabled and the tile it
   // picks has the fused epilogue); a run with act_out where this is false throws.
   virtual bool fuses_activation(int64_t rows_hint = 0) const = 0;

@@ -86,13 +86,6 @@ bool dynamic_fused_act_from_env() {
   SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_FUSED_ACT='", v, "' must be 1 or 0");
   return *on;
 }
-bool dynamic_gemm_gather_from_env() {
-  const char* v = std::getenv("SERVEKIT_DYNAMIC_GEMM_GATHER");
-  if (v == nullptr) return true;
-  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
-  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_GEMM_GATHER='", v, "' must be 1 or 0");
-  return *on;
-}
 int dynamic_stop_from_env() {
   const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
   if (v == nullptr) return 0;
@@ -158,10 +151,6 @@ class CudaMoEBackend final : public MoEBackend {
   // whose tile has it; the others run the activation pass on the interleaved output.
   bool w13_interleaved_ = false;
   int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
-  // SERVEKIT_DYNAMIC_GEMM_GATHER (on by default, dynamic_options.h): bf16 layers without a
-  // quantized input let GEMM1 read the hidden rows through the plan's row_token (the GEMM's
-  // row gather) instead of a gathered copy.
-  bool gemm_gather_ = false;
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
   // weights above, the A1 / H1 / A2 workspace and the two grouped GEMMs; else none of them is
@@ -309,8 +298,6 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     gemm1_ = cuda::GroupedGemm::create(s1, device_);
     gemm2_ =
         cuda::GroupedGemm::create({operand_, num_groups_, hidden_, inter_, capacity_}, device_);
-    gemm_gather_ =
-        dynamic_gemm_gather_from_env() && act_ == ActFormat::kBF16 && gemm1_->gathers_rows();
   }
 }
 
@@ -470,11 +457,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   // launch while the previous one runs, and waits for it before
   // reading anything (kernels/pdl.cuh); every predecessor is a kernel (the fp8_per_tensor amax
   // passes, which follow a memset, launch without it).
-  const bool gather_in_gemm = gemm_gather_ && tokens > 0;
-  if (!gather_in_gemm) {
-    cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_,
-                                 top_k_ + num_shared_, plan_, a1, stream, pdl_);
-  }
+  cuda::launch_gather_quantize(act_, in.hidden.ptr<uint16_t>(), tokens, hidden_,
+                               top_k_ + num_shared_, plan_, a1, stream, pdl_);
   if (diag_stop_ == 2) return;
 
   cuda::GroupedGemmOperands g1;
@@ -487,11 +471,6 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.a_block_scale = sfa1_.get<float>();
   g1.b_block_scale = w13_sfb_.get<float>();
   g1.rows_hint = rows_bound;  // picks the tile (choose_gemm_tile): 64-row, swap-AB or 128-row
-  if (gather_in_gemm) {       // GEMM1 reads hidden[row_token[r]] itself
-    g1.a = nullptr;
-    g1.a_source = in.hidden.data;
-    g1.a_rows = plan_.row_token;
-  }
   g1.pdl = pdl_;
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
   // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2

@@ -173,46 +173,9 @@ Tolerance tolerance(GemmOperand op) {
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
-// The row gather's source (bf16): A's rows scattered into a larger matrix with random rows
-// between them, and the index of each of A's rows there. Every fifth row of A is made a copy
-// of the row before and reads the same source row (a token in several groups).
-struct GatherSource {
-  std::vector<uint8_t> rows;   // [source_rows, K] bf16
-  std::vector<int32_t> index;  // [A rows]
-  int64_t source_rows = 0;
-};
-GatherSource make_gather_source(Operands& o, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  GatherSource g;
-  g.source_rows = o.rows + 37;
-  const size_t row_bytes = static_cast<size_t>(o.k) * 2;
-  g.rows.resize(static_cast<size_t>(g.source_rows) * row_bytes);
-  for (auto& b : g.rows) b = static_cast<uint8_t>(rng() & 0x3F);  // small bf16 garbage
-  std::vector<int32_t> slots(static_cast<size_t>(g.source_rows));
-  for (size_t i = 0; i < slots.size(); ++i) slots[i] = static_cast<int32_t>(i);
-  std::shuffle(slots.begin(), slots.end(), rng);
-  g.index.resize(static_cast<size_t>(o.rows));
-  for (int64_t r = 0; r < o.rows; ++r) {
-    const size_t ru = static_cast<size_t>(r);
-    if (r % 5 == 4) {  // the row before's token again
-      g.index[ru] = g.index[ru - 1];
-      std::copy_n(&o.a[(ru - 1) * row_bytes], row_bytes, &o.a[ru * row_bytes]);
-      std::copy_n(&o.a_val[(ru - 1) * static_cast<size_t>(o.k)], o.k,
-                  &o.a_val[ru * static_cast<size_t>(o.k)]);
-    } else {
-      g.index[ru] = slots[ru];
-    }
-    std::copy_n(&o.a[ru * row_bytes], row_bytes,
-                &g.rows[static_cast<size_t>(g.index[ru]) * row_bytes]);
-  }
-  return g;
-}
-
 // factory: one instantiation; null: GroupedGemm::create, run with each rows_hint in `hints`.
-// gather (bf16): every run reads A through the row gather (GroupedGemmOperands::a_rows) and must
-// also give the same bits as the run on the gathered A.
 void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
-              std::vector<int64_t> hints = {0}, bool gather = false) {
+              std::vector<int64_t> hints = {0}) {
   SERVEKIT_REQUIRE_GPU();
   const Tolerance tol = tolerance(op);
   // The same five groups in two orders (318 rows), then all empty (nothing may be written),
@@ -226,15 +189,11 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
                                                  {145, 0, 144, 0, 29}};
   const int groups = 5;
   const int64_t rows = 318;
-  Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
-  const GatherSource src = gather ? make_gather_source(o, 99) : GatherSource{};
+  const Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
   auto gemm = factory ? factory({op, groups, n, k, rows}, 0)
                       : GroupedGemm::create({op, groups, n, k, rows}, 0);
-  ASSERT_TRUE(!gather || gemm->gathers_rows());
 
-  DeviceArray<uint8_t> d_a(o.a), d_b(o.b), d_src(src.rows);
-  DeviceArray<int32_t> d_index(src.index);
-  DeviceArray<uint16_t> d_plain(gather ? static_cast<size_t>((rows + kGuardRows) * n) : 0);
+  DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
   DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? gemm_b_block_scales(o)
                                                                : o.b_tensor_scale);
@@ -265,23 +224,11 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
         ops.a_block_scale = d_a_blocks.get();
         ops.b_block_scale = d_b_scale.get();
       }
-      if (gather) {  // the plain run first, into its own poisoned D
-        d_plain.poison();
-        GroupedGemmOperands plain = ops;
-        plain.d = d_plain.get();
-        gemm->run(plain, nullptr);
-        ops.a = nullptr;
-        ops.a_source = d_src.get();
-        ops.a_rows = d_index.get();
-      }
       gemm->run(ops, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
       const std::vector<double> ref = reference(op, o, sizes);
       const std::vector<uint16_t> d = d_d.download();
-      if (gather) {
-        ASSERT_EQ(d, d_plain.download()) << "the gathered run's bits differ";
-      }
       for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
       if (ref.empty()) continue;
       double err2 = 0.0, ref2 = 0.0;
@@ -339,44 +286,6 @@ void expect_tile_per_run(GemmOperand op, int64_t n, int64_t k, int64_t small, in
 // bf16: 30 rows per group (150) is small, 128 (640) swap-AB, 1000 (5000) large.
 TEST(GroupedGemmCuda, BF16PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kBF16, 3712, 2880, 150, 5000, 640);
-}
-// The row gather on each bf16 tile (sm90_row_gather.cuh): A read through an index from a
-// larger matrix, repeated rows included, against the reference and bit for bit against the run
-// on the gathered copy; the layouts' groups end inside the 128-, 64- and 144-row token tiles
-// (zero-filled rows past a group's end); then create()'s per-run pick over the three.
-TEST(GroupedGemmCuda, BF16RowGather) {
-  for (Factory f :
-       {make_grouped_gemm_bf16, make_grouped_gemm_bf16_small_m, make_grouped_gemm_bf16_swap}) {
-    run_case(GemmOperand::kBF16, 3712, 2880, f, {0}, true);
-  }
-  run_case(GemmOperand::kBF16, 1536, 2048, nullptr, {150, 640, 5000}, true);
-}
-// a_rows on a GEMM that cannot gather, or with a source it cannot read in 16-byte pieces, is an
-// error.
-TEST(GroupedGemmCuda, RowGatherRejectsBadArguments) {
-  SERVEKIT_REQUIRE_GPU();
-  DeviceArray<int32_t> off(std::vector<int32_t>{0, 1}), index(std::vector<int32_t>{0});
-  DeviceArray<uint8_t> src(std::vector<uint8_t>(4 * 256 * 2 + 16));
-  DeviceArray<uint8_t> b(std::vector<uint8_t>(256 * 256 * 2));
-  DeviceArray<uint16_t> d(256);
-  GroupedGemmOperands ops;
-  ops.group_offsets = off.get();
-  ops.b = b.get();
-  ops.d = d.get();
-  ops.a_rows = index.get();
-  ops.a_source = src.get();
-  auto fp8 = GroupedGemm::create({GemmOperand::kFP8PerTensor, 1, 256, 256, 1}, 0);
-  EXPECT_FALSE(fp8->gathers_rows());
-  EXPECT_THROW(fp8->run(ops, nullptr), Error);
-  auto bf16 = GroupedGemm::create({GemmOperand::kBF16, 1, 256, 256, 1}, 0);
-  EXPECT_TRUE(bf16->gathers_rows());
-  ops.a_source = src.get() + 2;  // not 16-byte aligned
-  EXPECT_THROW(bf16->run(ops, nullptr), Error);
-  ops.a_source = nullptr;
-  EXPECT_THROW(bf16->run(ops, nullptr), Error);
-  ops.a_source = src.get();
-  EXPECT_NO_THROW(bf16->run(ops, nullptr));
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 TEST(GroupedGemmCuda, FP8PerTensor) {
   run_case(GemmOperand::kFP8PerTensor, 3712, 2880);

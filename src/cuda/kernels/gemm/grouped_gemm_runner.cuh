@@ -41,9 +41,7 @@ struct GroupArgumentArrays {
 };
 
 // One thread per group: M_g from the offsets, then the pointers of group g. act_bytes: bytes of
-// one fused-activation output element (1 for e4m3, 2 for bf16). With a row gather the token
-// operand's pointer is only written into the group's tensor map, never loaded through: it is
-// a_source's first row for every group.
+// one fused-activation output element (1 for e4m3, 2 for bf16).
 template <class K>
 __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOperands ops,
                                       int num_groups, int n, int k, int act_bytes) {
@@ -52,9 +50,7 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
   for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
     const int begin = ops.group_offsets[g];
     const int m = ops.group_offsets[g + 1] - begin;
-    const auto* rows = ops.a_rows != nullptr
-                           ? static_cast<const typename K::ElementAB*>(ops.a_source)
-                           : static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
+    const auto* rows = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
     const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
     if constexpr (K::kSwapAB) {  // D_gᵀ = B_g · A_gᵀ: weights first, rows as N
       args.problem_sizes[g] = cute::make_shape(n, m, k);
@@ -128,10 +124,8 @@ class GroupedGemmRunner final : public GroupedGemm {
   }
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
-    SERVEKIT_CHECK(ops.group_offsets && (ops.a || ops.a_rows) && ops.b && ops.d,
-                   "grouped_gemm: group_offsets, a (or a_rows), b and d are required");
-    SERVEKIT_CHECK(ops.a_rows == nullptr || K::kRowGather,
-                   "grouped_gemm: a_rows given, but this GEMM cannot gather rows (bf16 only)");
+    SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && ops.d,
+                   "grouped_gemm: group_offsets, a, b and d are required");
     SERVEKIT_CHECK(ops.act_out == nullptr || fuses_activation(),
                    "grouped_gemm: act_out given, but this GEMM has no fused activation "
                    "(shape.act disabled, or a tile without it)");
@@ -146,21 +140,6 @@ class GroupedGemmRunner final : public GroupedGemm {
                shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
                static_cast<int>(act_element_bytes(shape_.act.format)));
     auto params = params_;  // Gemm::run takes a mutable reference
-    if constexpr (K::kRowGather) {
-      if (ops.a_rows != nullptr) {
-        SERVEKIT_CHECK(
-            ops.a_source != nullptr && reinterpret_cast<uintptr_t>(ops.a_source) % 16 == 0,
-            "grouped_gemm: the row gather's a_source must be a 16-byte aligned "
-            "device pointer");
-        RowGatherParams& gather = params.mainloop.gather;
-        gather.source = static_cast<const char*>(ops.a_source);
-        gather.row_bytes = shape_.k * 2;
-        gather.row_source = ops.a_rows;
-        gather.group_offsets = ops.group_offsets;
-        // The stage's TMA now brings the weight tile only (sm90_row_gather.cuh).
-        params.mainloop.tma_transaction_bytes = K::CollectiveMainloop::kWeightTmaBytes;
-      }
-    }
     const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);
     SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
                    "grouped_gemm: CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
@@ -172,7 +151,6 @@ class GroupedGemmRunner final : public GroupedGemm {
   bool fuses_activation(int64_t /*rows_hint*/ = 0) const override {
     return K::kActEpilogue && shape_.act.enabled;
   }
-  bool gathers_rows() const override { return K::kRowGather; }
 
  private:
   // Carves every per-group array and the CUTLASS workspace out of one allocation.

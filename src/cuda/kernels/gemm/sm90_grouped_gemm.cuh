@@ -24,7 +24,6 @@
 #include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
 #include "cuda/kernels/gemm/sm90_group_scalar.cuh"
-#include "cuda/kernels/gemm/sm90_row_gather.cuh"
 #include "cuda/kernels/pdl.cuh"
 
 namespace servekit::cuda::gemm {
@@ -108,8 +107,6 @@ struct Sm90GroupedGemm {
   static constexpr GemmTileConfig kTile{TileM, TileN, TileK, ClusterM, ClusterN, Sched, SwapAB};
   static constexpr bool kBlockScaled = Op == GemmOperand::kFP8Block128;
   static constexpr bool kGroupAlpha = Op == GemmOperand::kFP8PerTensor;
-  // bf16 tiles can read the token rows through an index (sm90_row_gather.cuh), per run.
-  static constexpr bool kRowGather = Op == GemmOperand::kBF16;
 
   using ElementAB = typename OperandElement<Op>::type;
   using ElementD = cutlass::bfloat16_t;
@@ -215,12 +212,10 @@ struct Sm90GroupedGemm {
   // the weights bounds it, and keeps CUTLASS's mainloop.
   static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
-  // bf16's producer can gather the token rows (sm90_row_gather.cuh).
   using CollectiveMainloop = cute::conditional_t<
       kHalvesPromotion, HalvesPromotionMainloop<BuiltMainloop>,
       cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
-                          cute::conditional_t<kRowGather, RowGatherMainloop<BuiltMainloop, SwapAB>,
-                                              BuiltMainloop>>>;
+                          BuiltMainloop>>;
 
   using GemmKernel = PdlKernel<
       cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
