@@ -12,7 +12,7 @@
 # Device (carry [".deps"], ~9 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-03-s28-final.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, work_dir, left, say, bench_row
-BUDGET_S=${BUDGET_S:-560}
+BUDGET_S=${BUDGET_S:-520}
 work_dir s28-final
 AB=/tmp/ab-tree
 copy_tree "$AB" bench/runs/gemm-row-gather-v2.patch
