@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 #include "servekit/servekit.h"
 
 // Skips the current test (visibly, in the gtest output and ctest log) without a CUDA device.
@@ -11,10 +15,6 @@
     if (::servekit::cuda_device_count() == 0)                                                 \
       GTEST_SKIP() << "no CUDA device: GPU test skipped (run scripts/gpu-check.sh on a GPU)"; \
   } while (0)
-
-#include <cstdlib>
-#include <optional>
-#include <string>
 
 namespace servekit::testing {
 

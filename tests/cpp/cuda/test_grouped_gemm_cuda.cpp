@@ -474,18 +474,13 @@ TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
 // A misspelt SERVEKIT_GEMM_TILE is an error, for every format (not a silent auto).
 TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
   SERVEKIT_REQUIRE_GPU();
-  const char* old = std::getenv("SERVEKIT_GEMM_TILE");
-  const std::string saved = old ? old : "";
-  setenv("SERVEKIT_GEMM_TILE", "smal", 1);
-  EXPECT_THROW(GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0), Error);
-  EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8PerTensor, 5, 3712, 2880, 318}, 0), Error);
-  setenv("SERVEKIT_GEMM_TILE", "auto", 1);
-  EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
-  if (old) {
-    setenv("SERVEKIT_GEMM_TILE", saved.c_str(), 1);
-  } else {
-    unsetenv("SERVEKIT_GEMM_TILE");
+  {
+    const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "smal");
+    EXPECT_THROW(GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0), Error);
+    EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8PerTensor, 5, 3712, 2880, 318}, 0), Error);
   }
+  const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "auto");
+  EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -507,8 +507,11 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
             cuda::GemmTileKind::kLarge);
   ASSERT_EQ(cuda::choose_gemm_tile(cuda::GemmOperand::kBF16, 384 * 6 / 18, true),
             cuda::GemmTileKind::kSwap);
-  const char* old = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
-  const std::string saved = old ? old : "";
+  // A layer built with SERVEKIT_DYNAMIC_FUSED_ACT at `value` (read at construction only).
+  auto layer_with = [](const Case& c, const char* value) {
+    const testing::ScopedEnv fused_act("SERVEKIT_DYNAMIC_FUSED_ACT", value);
+    return MoELayer(make_config(c));
+  };
   for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A8,
                         QuantMethod::kInt4W4A16, QuantMethod::kFP8PerTensor})
     for (Activation a : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI}) {
@@ -520,10 +523,8 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
       c.tokens = 600;
       c.sample = q == QuantMethod::kFP8PerTensor ? 0 : 48;
       SCOPED_TRACE(case_name(c));
-      setenv("SERVEKIT_DYNAMIC_FUSED_ACT", "0", 1);
-      MoELayer pass(make_config(c));
-      setenv("SERVEKIT_DYNAMIC_FUSED_ACT", "1", 1);
-      MoELayer fused(make_config(c));
+      MoELayer pass = layer_with(c, "0");
+      MoELayer fused = layer_with(c, "1");
       load_experts(pass, c);
       load_experts(fused, c);
       cudaStream_t stream = nullptr;
@@ -547,11 +548,6 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
       }
       cudaStreamDestroy(stream);
     }
-  if (old) {
-    setenv("SERVEKIT_DYNAMIC_FUSED_ACT", saved.c_str(), 1);
-  } else {
-    unsetenv("SERVEKIT_DYNAMIC_FUSED_ACT");
-  }
 }
 
 // bf16's swap-AB tile (SERVEKIT_GEMM_TILE=swap, read at construction) under every token count,
