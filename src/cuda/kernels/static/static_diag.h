@@ -70,6 +70,27 @@ inline std::string static_diag_format(const std::vector<uint64_t>& slots, int ma
                     gemm + 1, names[s], v.front(), q(1), q(5), q(9), v.back());
       r += line;
     }
+  // GEMM1's speculative routed prefetch (StaticGemmParams::spec_ids), when it was on: how many
+  // CTAs asked L2 for something, and how much in all.
+  // CTAs that rebuilt their first step, and those whose rebuilt step was the real one.
+  int spec_on = 0, spec_asked = 0, spec_rebuilt = 0, spec_equal = 0;
+  uint64_t spec_bytes = 0;
+  for (int c = 0; c < grid; ++c) {
+    const uint64_t v = at(0, c, kStaticDiagSpecSlot), m = at(0, c, kStaticDiagSpecSlot + 1);
+    spec_on += v > 0;
+    spec_asked += v > 1;
+    spec_bytes += v > 1 ? v - 1 : 0;
+    spec_rebuilt += m > 0;
+    spec_equal += m == 2;
+  }
+  if (spec_on > 0) {
+    std::snprintf(line, sizeof(line),
+                  "diag-times gemm1 spec-prefetch: %d of %d CTAs asked L2 for %.1f KB in all; "
+                  "first step rebuilt by %d, right on %d\n",
+                  spec_asked, grid, static_cast<double>(spec_bytes) / 1024.0, spec_rebuilt,
+                  spec_equal);
+    r += line;
+  }
   if (per_cta)
     for (int gemm = 0; gemm < 2; ++gemm)
       for (int c = 0; c < grid; ++c) {
