@@ -3,8 +3,9 @@
 # docs/static_moe.md). GEMM1's CTAs launch at the route + plan kernel's late trigger, right after
 # the routing, and wait through the plan, the task list and the hand-over (~5 us on the softmax
 # presets at one token, ~9 on kimi-k2, ~13 with fp8_block128's planner) with HBM idle. With the
-# ids already written, each CTA rebuilds the task list and its own range of steps and asks L2
-# for the first SERVEKIT_STATIC_ROUTED_PREFETCH_KB of it (0 = off) before its dependency wait.
+# ids already written (T * K <= 64, T <= 32), each CTA rebuilds the task list and its own range
+# of steps and asks L2 for the first SERVEKIT_STATIC_ROUTED_PREFETCH_KB of it (0 = off) before
+# its dependency wait. Rows at 1 and 8 tokens.
 # Prediction (docs/perf-notes.md, twenty-ninth pass): -2 to -4 us at one token on the softmax
 # presets, up to -6 on kimi-k2, less on deepseek-v3 (its shared W13 prefetch uses the window).
 # Stages: build, the whole GPU suite (ctest -L gpu: the new spec cases of StaticMoECuda and every
@@ -28,8 +29,8 @@ if ((${RUN_TESTS:-1})); then
   grep -E "\(Failed\)|\(Timeout\)|\*\*\*Failed" "$W/tests.log" | head -20 | tee -a "$W/$WORK_NAME.txt"
 fi
 SK="--routing uniform --path static"
-SMALL="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1 $SK --then --preset gpt-oss-120b
-  --quant mxfp4_w4a16 --tokens 1,8 $SK --then --preset qwen3-30b-a3b --quant bf16 --tokens 1,2 $SK
+SMALL="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8 $SK --then --preset gpt-oss-120b
+  --quant mxfp4_w4a16 --tokens 1,8 $SK --then --preset qwen3-30b-a3b --quant bf16 --tokens 1,8 $SK
   --then --preset qwen3-235b-a22b --quant bf16 --tokens 1 $SK"
 for round in 1 2; do
   for kb in 0 64 256; do
@@ -40,18 +41,18 @@ done
 for kb in 0 64; do
   # shellcheck disable=SC2086
   bench_row "times-kb$kb" SERVEKIT_STATIC_ROUTED_PREFETCH_KB=$kb SERVEKIT_DIAG_STATIC_TIMES=1 -- \
-    --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1 $SK
+    --preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8 $SK
   grep -E "diag-times" "$W/times-kb$kb.log" | sed "s/^/kb$kb /" >>"$W/$WORK_NAME.txt"
 done
 for kb in 0 64 256; do
   # shellcheck disable=SC2086
   bench_row "kimi-kb$kb" SERVEKIT_STATIC_ROUTED_PREFETCH_KB=$kb -- \
-    --preset kimi-k2 --quant int4_w4a16 --tokens 1 $SK
+    --preset kimi-k2 --quant int4_w4a16 --tokens 1,8 $SK
 done
 for kb in 0 64; do
   # shellcheck disable=SC2086
   bench_row "ds-kb$kb" SERVEKIT_STATIC_ROUTED_PREFETCH_KB=$kb -- \
-    --preset deepseek-v3 --quant fp8_block128 --tokens 1 $SK
+    --preset deepseek-v3 --quant fp8_block128 --tokens 1,8 $SK
 done
 t=$(($(left) - 10))
 if ((t > 20)); then

@@ -466,7 +466,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm2.spec_reset = a.routing_ids;
     l.gemm2.spec_reset_count =
         static_cast<int>(std::min<int64_t>(sm::kStaticSpecMaxEntries, d.max_tokens * d.top_k));
-    if (entries <= sm::kStaticSpecMaxEntries) {
+    // One task per group (the warp's rebuild) needs every group within 32 rows: T <= 32.
+    if (entries <= sm::kStaticSpecMaxEntries && a.tokens <= sm::kStaticTaskRows) {
       l.gemm1.spec_ids = a.routing_ids;
       l.gemm1.spec_entries = static_cast<int>(entries);
       l.gemm1.spec_tokens = static_cast<int>(a.tokens);

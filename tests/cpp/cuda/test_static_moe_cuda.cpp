@@ -332,14 +332,14 @@ TEST_P(StaticMoECuda, MatchesHostOnDequantizedWeights) {
     }
   }
 
-  // The speculative routed prefetch (StaticMoEArgs::routing_ids, up to 32 routed entries) is a
+  // The speculative routed prefetch (StaticMoEArgs::routing_ids, up to 64 routed entries) is a
   // hint: with this call's ids, with ids for another EP range, with a few KB or more than a
   // CTA's range, and with ids that are wrong (not yet written, outside the range, repeated),
   // the same bits; after each launch GEMM2 has set the first min(32, max_tokens * K) ids to -1.
   // Under the timing diagnostic every CTA rebuilds the first step of its range exactly as the
   // planner cut it (the report's check), and the CTAs with steps ask L2 for something.
-  if (T * K <= 32) {
-    const int64_t reset = std::min<int64_t>(32, d.max_tokens * K);
+  if (T * K <= static_moe::kStaticSpecMaxEntries) {
+    const int64_t reset = std::min<int64_t>(static_moe::kStaticSpecMaxEntries, d.max_tokens * K);
     DeviceBuffer dids(sizeof(int32_t) * static_cast<size_t>(reset));
     auto spec_run = [&](std::vector<int32_t> spec, const char* kb, int offset, bool diag) {
       spec.resize(static_cast<size_t>(reset), 7);  // past T * K: whatever the buffer holds
@@ -445,6 +445,18 @@ std::vector<Case> cases() {
     for (int64_t t : {1, 8, 32, 256})
       for (Skew s : {Skew::kUniform, Skew::kOneExpert})
         v.push_back({q, Activation::kSwiGLU, 512, 384, 16, 4, 1, t, s, s == Skew::kOneExpert});
+  // 64 routed entries with one hot expert: the speculative prefetch's largest call, whose
+  // rebuilt partition is the weighted one (rows differ between tasks).
+  v.push_back({{QuantMethod::kInt4W4A16, 128},
+               Activation::kSwiGLU,
+               512,
+               384,
+               16,
+               4,
+               1,
+               16,
+               Skew::kOneExpert,
+               true});
   // The other int4 group sizes and activations, odd shapes, and the unfused (y) output.
   v.push_back({{QuantMethod::kInt4W4A16, 32},
                Activation::kSwiGLU,

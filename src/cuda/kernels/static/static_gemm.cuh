@@ -340,48 +340,81 @@ struct StaticSpecCosts {
 
 // GEMM1's speculative routed prefetch (StaticGemmParams::spec_ids), by warp 0 of each CTA before
 // the dependency wait; returns the bytes asked for (lane 0's count), 0 when it did nothing.
-// With at most kStaticSpecMaxEntries routed entries every group has at most 32 rows, so the
-// prefix's task list is one task per active group in group order (routed, then shared), which
-// the warp rebuilds from the ids; with it, the CTA's range of steps is static_partition_entry's
-// (or the uniform partition's), exactly as the prefix will write it.
+// With at most 32 tokens every group has at most 32 rows, so the prefix's task list is one task
+// per active group in group order (routed, then shared), which the warp rebuilds from the ids
+// (entry e = lane + 32 i held by lane, i < kPer); with it, the CTA's range of steps is
+// static_partition_entry's (or the uniform partition's), exactly as the prefix will write it.
+// Ids that are not this call's (the host bounds the call, not the ids) can only misplace the
+// prefetch: the range is clamped to the step list, so every address stays in the weights.
 // first: the CTA's first step as rebuilt (for the diagnostic's check against the real one).
 template <StaticFormat F>
 __device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, int lane,
                                                      int64_t& first) {
-  __shared__ int32_t s_group[kStaticSpecMaxEntries + kStaticSpecMaxShared];
-  __shared__ int32_t s_off[kStaticSpecMaxEntries + kStaticSpecMaxShared + 1];
+  constexpr int kPer = kStaticSpecMaxEntries / 32;
+  constexpr int kMaxTasks = kStaticSpecMaxEntries + kStaticSpecMaxShared;
+  __shared__ int32_t s_group[kMaxTasks];
+  __shared__ int32_t s_off[kMaxTasks + 1];
   constexpr unsigned kAll = 0xFFFFFFFFu;
   const int n = p.spec_entries;
-  const int id = lane < n ? __ldcv(p.spec_ids + lane) : 0;
-  // -1: not written yet for this call (GEMM2 of the last call reset the ids)
-  if (__any_sync(kAll, lane < n && id < 0)) return 0;
-  const int g = id - p.spec_local_first;
-  const bool local = lane < n && g >= 0 && g < p.spec_local_count;
-  const int key = local ? g : -1 - lane;  // entries outside the EP range match nothing
-  const unsigned peers = __match_any_sync(kAll, key);
-  const bool leader = local && (peers & ((1u << lane) - 1u)) == 0;
-  const int rows = leader ? __popc(peers) : 0;
-  int rank = 0, before = 0;  // among the groups: its place and the rows of the groups before it
-  for (int j = 0; j < 32; ++j) {
-    const int kj = __shfl_sync(kAll, key, j), rj = __shfl_sync(kAll, rows, j);
-    if (rj > 0 && kj < key) ++rank, before += rj;
+  int key[kPer];  // group, or a negative number of its own for an entry that is not local
+  bool local[kPer];
+  bool missing = false;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int e = lane + 32 * i;
+    const int id = e < n ? __ldcv(p.spec_ids + e) : 0;
+    missing |= e < n && id < 0;  // -1: not written yet for this call (GEMM2 reset it)
+    const int g = id - p.spec_local_first;
+    local[i] = e < n && id >= 0 && g >= 0 && g < p.spec_local_count;
+    key[i] = local[i] ? g : -1 - e;
   }
-  const int routed = __popc(__ballot_sync(kAll, leader));
-  const int local_rows = __popc(__ballot_sync(kAll, local));
+  if (__any_sync(kAll, missing)) return 0;
+  // Per entry: the entries with its group (its rows) and whether one comes before it (then it
+  // is not its group's leader); then per leader: the groups below it and their rows.
+  int rows[kPer], rank[kPer], before[kPer];
+  bool leader[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) rows[i] = 0, leader[i] = local[i], rank[i] = 0, before[i] = 0;
+#pragma unroll
+  for (int w = 0; w < kPer; ++w)
+    for (int j = 0; j < 32 && 32 * w + j < n; ++j) {  // n is warp-uniform
+      const int kj = __shfl_sync(kAll, key[w], j);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        if (kj == key[i]) {
+          ++rows[i];
+          if (32 * w + j < lane + 32 * i) leader[i] = false;
+        }
+    }
+#pragma unroll
+  for (int w = 0; w < kPer; ++w)
+    for (int j = 0; j < 32 && 32 * w + j < n; ++j) {
+      const int kj = __shfl_sync(kAll, key[w], j);
+      const int rj = __shfl_sync(kAll, leader[w] ? rows[w] : 0, j);
+#pragma unroll
+      for (int i = 0; i < kPer; ++i)
+        if (rj > 0 && kj < key[i]) ++rank[i], before[i] += rj;
+    }
+  int routed = 0, local_rows = 0;
+  unsigned rmax_routed = 0, rmin_routed = 64;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    routed += __popc(__ballot_sync(kAll, leader[i]));
+    local_rows += __popc(__ballot_sync(kAll, local[i]));
+    rmax_routed = max(rmax_routed, __reduce_max_sync(kAll, leader[i] ? rows[i] : 0u));
+    rmin_routed = min(rmin_routed, __reduce_min_sync(kAll, leader[i] ? rows[i] : 64u));
+    if (leader[i]) s_group[rank[i]] = key[i], s_off[rank[i]] = before[i];
+  }
   const int ntasks = routed + p.spec_shared;
   if (ntasks == 0) return 0;
-  if (leader) s_group[rank] = g, s_off[rank] = before;
   for (int sh = lane; sh <= p.spec_shared; sh += 32) {  // sh == spec_shared: the total
     if (sh < p.spec_shared) s_group[routed + sh] = p.spec_local_count + sh;
     s_off[routed + sh] = local_rows + sh * p.spec_tokens;
   }
   // Equal rows in every task: the prefix's uniform case (static_build_tasks' min_rows >= max_rows).
   const int shared_rows = p.spec_shared > 0 ? p.spec_tokens : 0;
-  const int rmax =
-      max(static_cast<int>(__reduce_max_sync(kAll, static_cast<unsigned>(rows))), shared_rows);
-  const int rmin =
-      min(static_cast<int>(__reduce_min_sync(kAll, leader ? static_cast<unsigned>(rows) : 64u)),
-          p.spec_shared > 0 ? shared_rows : 64);
+  const int rmax = max(static_cast<int>(rmax_routed), shared_rows);
+  const int rmin = min(static_cast<int>(rmin_routed), p.spec_shared > 0 ? shared_rows : 64);
   __syncwarp();
 
   const StaticPartitionBuild& pb = p.spec_partition;
@@ -401,9 +434,10 @@ __device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, 
   constexpr int kScaleBytes = static_scale_block_bytes(F);
   constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
   const int64_t scale_end = (p.code_bytes + p.tiles * p.tile_scale_bytes) & ~int64_t{15};
+  s0 = min(max(s0, int64_t{0}), total);
   first = s0;
   int64_t bytes = 0;
-  const int64_t e = min(s1, s0 + p.spec_kblocks);
+  const int64_t e = min(min(s1, s0 + p.spec_kblocks), total);
   for (int64_t s = s0; s < e;) {
     const int u = static_cast<int>(s / p.kblocks),
               kb = static_cast<int>(s - int64_t{u} * p.kblocks);

@@ -94,9 +94,10 @@ struct StaticGemmParams {
   // it lets GEMM1 launch, so GEMM1's CTAs, resident during the rest of the prefix (the plan, the
   // task list, the hand-over), can read them before their dependency wait, work out the task list
   // and their own range of steps as the prefix will (one task per active group: at most
-  // kStaticSpecMaxEntries routed entries), and ask L2 for the first spec_kblocks k-blocks of
-  // that range (codes and scales) and, where GEMM1 stages x itself, for x. A hint: a stale or
-  // unwritten id (GEMM2 sets them to -1, spec_reset) only skips or misdirects the prefetch.
+  // kStaticSpecMaxEntries routed entries and 32 tokens), and ask L2 for the first spec_kblocks
+  // k-blocks of that range (codes and scales) and, where GEMM1 stages x itself, for x. A hint: a
+  // stale or unwritten id (GEMM2 sets them to -1, spec_reset) only skips or misdirects the
+  // prefetch.
   const int32_t* spec_ids = nullptr;    // [spec_entries] = [T, K] global expert ids
   int spec_entries = 0;                 // T * K, 1..kStaticSpecMaxEntries
   int spec_tokens = 0;                  // T (rows of each shared expert)
@@ -123,9 +124,9 @@ struct StaticGemmParams {
   uint64_t* diag_times = nullptr;
 };
 
-// Bounds of the speculative routed prefetch (spec_ids): one warp reads the ids, one lane each;
+// Bounds of the speculative routed prefetch (spec_ids): one warp reads the ids, two per lane;
 // the task list it rebuilds lives in static shared memory.
-constexpr int kStaticSpecMaxEntries = 32;
+constexpr int kStaticSpecMaxEntries = 64;
 constexpr int kStaticSpecMaxShared = 8;
 
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
