@@ -477,6 +477,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
       l.gemm1.spec_kblocks =
           static_cast<int>(std::max<int64_t>(1, spec_kb * 1024 / sm::static_kblock_stride(f)));
       l.gemm1.spec_partition = partition;
+      // SERVEKIT_DIAG_SPEC_LINES=1: line prefetches by the warp's lanes instead of bulk ones.
+      l.gemm1.spec_lines = static_cast<int>(env_int("SERVEKIT_DIAG_SPEC_LINES", 0, 1, 0));
     }
   }
   // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs

@@ -391,6 +391,9 @@ TEST_P(StaticMoECuda, MatchesHostOnDequantizedWeights) {
     for (int32_t& v : same) v = 2;              // one group with every row
     spec_run(ids, "64", 0, true);
     spec_run(shifted, "64", 100, true);
+    ASSERT_EQ(setenv("SERVEKIT_DIAG_SPEC_LINES", "1", 1), 0);  // line prefetches instead
+    spec_run(ids, "64", 0, true);
+    unsetenv("SERVEKIT_DIAG_SPEC_LINES");
     spec_run(ids, "1", 0, false);
     spec_run(ids, "100000", 0, false);
     spec_run(hole, "64", 0, false);

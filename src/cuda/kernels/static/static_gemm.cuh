@@ -445,29 +445,41 @@ __device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, 
     const int cg = static_unit_group(u, ntasks);
     const uint8_t* base = p.experts[s_group[static_unit_task(u, ntasks)]].w13;
     if (base != nullptr) {
-      if (lane == 0) {
-        const int64_t len = (kb_end - kb) * kStride;
-        bulk_prefetch_l2(base + (int64_t{cg} * p.kblocks + kb) * kStride,
-                         static_cast<uint32_t>(len));
-        bytes += len;
+      const int64_t len = (kb_end - kb) * kStride;
+      const uint8_t* codes = base + (int64_t{cg} * p.kblocks + kb) * kStride;
+      if (p.spec_lines) {  // 128-byte lines, the warp's lanes in turn
+        for (int64_t o = int64_t{lane} * 128; o < len; o += 32 * 128) prefetch_l2_line(codes + o);
+      } else if (lane == 0) {
+        bulk_prefetch_l2(codes, static_cast<uint32_t>(len));
       }
+      if (lane == 0) bytes += len;
       const int tile = cg * kStaticWarps + lane;
       if (kScaleBytes > 0 && lane < kStaticWarps && tile < p.tiles) {  // the 8 tiles' scales
         const int64_t t0 = p.code_bytes + tile * p.tile_scale_bytes;
         const int64_t lo = (t0 + kb / kScaleKBlocks * kScaleBytes) & ~int64_t{15};
         const int64_t hi = min(
             (t0 + ((kb_end - 1) / kScaleKBlocks + 1) * kScaleBytes + 15) & ~int64_t{15}, scale_end);
-        if (hi > lo) bulk_prefetch_l2(base + lo, static_cast<uint32_t>(hi - lo));
+        if (p.spec_lines) {
+          for (int64_t o = lo & ~int64_t{127}; o < hi; o += 128) prefetch_l2_line(base + o);
+        } else if (hi > lo) {
+          bulk_prefetch_l2(base + lo, static_cast<uint32_t>(hi - lo));
+        }
       }
     }
     s += kb_end - kb;
   }
   // x, where GEMM1 stages it (not fp8_block128's prepared copy): 64 KB pieces on the first CTAs.
   const int64_t x_bytes = int64_t{p.spec_tokens} * p.k * 2;
-  if (p.xq == nullptr && lane == 0 && int64_t{b} * 65536 < x_bytes) {
+  if (p.xq == nullptr && int64_t{b} * 65536 < x_bytes) {
     const int64_t len = min(int64_t{65536}, x_bytes - int64_t{b} * 65536);
-    bulk_prefetch_l2(p.x + int64_t{b} * 32768, static_cast<uint32_t>(len));
-    bytes += len;
+    const uint16_t* x = p.x + int64_t{b} * 32768;
+    if (p.spec_lines) {
+      for (int64_t o = int64_t{lane} * 128; o < len; o += 32 * 128)
+        prefetch_l2_line(reinterpret_cast<const uint8_t*>(x) + o);
+    } else if (lane == 0) {
+      bulk_prefetch_l2(x, static_cast<uint32_t>(len));
+    }
+    if (lane == 0) bytes += len;
   }
   return bytes;
 }

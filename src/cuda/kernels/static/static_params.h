@@ -98,13 +98,14 @@ struct StaticGemmParams {
   // k-blocks of that range (codes and scales) and, where GEMM1 stages x itself, for x. A hint: a
   // stale or unwritten id (GEMM2 sets them to -1, spec_reset) only skips or misdirects the
   // prefetch.
-  const int32_t* spec_ids = nullptr;    // [spec_entries] = [T, K] global expert ids
-  int spec_entries = 0;                 // T * K, 1..kStaticSpecMaxEntries
-  int spec_tokens = 0;                  // T (rows of each shared expert)
-  int spec_local_first = 0;             // EP range: group = id - spec_local_first if in range
-  int spec_local_count = 0;             //   (routed groups 0..count-1, then the shared ones)
-  int spec_shared = 0;                  // shared groups, <= kStaticSpecMaxShared
-  int spec_kblocks = 0;                 // k-blocks per CTA, > 0
+  const int32_t* spec_ids = nullptr;  // [spec_entries] = [T, K] global expert ids
+  int spec_entries = 0;               // T * K, 1..kStaticSpecMaxEntries
+  int spec_tokens = 0;                // T (rows of each shared expert)
+  int spec_local_first = 0;           // EP range: group = id - spec_local_first if in range
+  int spec_local_count = 0;           //   (routed groups 0..count-1, then the shared ones)
+  int spec_shared = 0;                // shared groups, <= kStaticSpecMaxShared
+  int spec_kblocks = 0;               // k-blocks per CTA, > 0
+  int spec_lines = 0;  // 1: per-thread 128-byte line prefetches, 0: bulk (TMA) prefetches
   StaticPartitionBuild spec_partition;  // GEMM1's as the prefix builds it (begins null: uniform)
   // GEMM2: CTA 0 sets spec_reset[0 .. spec_reset_count) to -1 after its dependency wait (every
   // GEMM1 CTA has read the ids by then), so that the next call's GEMM1 cannot take this call's
