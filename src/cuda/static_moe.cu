@@ -187,7 +187,7 @@ constexpr int kMaxStaticRowCost = 1 << 16;
 
 // KB of its range each GEMM1 CTA asks L2 for before its dependency wait, by default (the
 // speculative routed prefetch; SERVEKIT_STATIC_ROUTED_PREFETCH_KB overrides, 0 = off).
-constexpr int kStaticRoutedPrefetchKB = 64;
+constexpr int kStaticRoutedPrefetchKB = 0;
 int static_row_cost(StaticFormat f) {
   if (const long long cost = env_int("SERVEKIT_STATIC_ROW_COST", 0, kMaxStaticRowCost, -1);
       cost >= 0)

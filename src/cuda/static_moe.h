@@ -67,11 +67,12 @@ struct StaticMoEArgs {
   // returned true. Then no planner is launched.
   bool tasks_built = false;
   // The routing ids of this call ([T, K] global expert ids, device) where the layer routes
-  // itself: the route + plan launch writes them before it lets GEMM1 launch. Given, GEMM1 asks
-  // L2 for the first k-blocks of its range before its dependency wait (the speculative routed
-  // prefetch, docs/static_moe.md; up to T * K = kStaticSpecMaxEntries and T = 32, on unless
-  // SERVEKIT_STATIC_ROUTED_PREFETCH_KB=0), and GEMM2 sets its first entries to -1 afterwards.
-  // Null: neither. expert_offset: the EP range's first expert (group = id - expert_offset).
+  // itself: the route + plan launch writes them before it lets GEMM1 launch. Given, and with
+  // SERVEKIT_STATIC_ROUTED_PREFETCH_KB > 0 (off by default: measured slower), GEMM1 asks L2 for
+  // the first k-blocks of its range before its dependency wait (the speculative routed
+  // prefetch, docs/static_moe.md; up to T * K = kStaticSpecMaxEntries and T = 32) and GEMM2
+  // sets the first ids to -1 afterwards. Null: neither. expert_offset: the EP range's first
+  // expert (group = id - expert_offset).
   int32_t* routing_ids = nullptr;
   int expert_offset = 0;
 };
