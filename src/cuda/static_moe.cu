@@ -479,6 +479,9 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
       l.gemm1.spec_partition = partition;
       // SERVEKIT_DIAG_SPEC_LINES=1: line prefetches by the warp's lanes instead of bulk ones.
       l.gemm1.spec_lines = static_cast<int>(env_int("SERVEKIT_DIAG_SPEC_LINES", 0, 1, 0));
+      // SERVEKIT_DIAG_SPEC_DRY=1: all of it but the prefetch instructions (what the warp's work
+      // costs on its own).
+      l.gemm1.spec_dry = static_cast<int>(env_int("SERVEKIT_DIAG_SPEC_DRY", 0, 1, 0));
     }
   }
   // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs

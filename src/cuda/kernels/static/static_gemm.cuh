@@ -447,7 +447,8 @@ __device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, 
     if (base != nullptr) {
       const int64_t len = (kb_end - kb) * kStride;
       const uint8_t* codes = base + (int64_t{cg} * p.kblocks + kb) * kStride;
-      if (p.spec_lines) {  // 128-byte lines, the warp's lanes in turn
+      if (p.spec_dry) {
+      } else if (p.spec_lines) {  // 128-byte lines, the warp's lanes in turn
         for (int64_t o = int64_t{lane} * 128; o < len; o += 32 * 128) prefetch_l2_line(codes + o);
       } else if (lane == 0) {
         bulk_prefetch_l2(codes, static_cast<uint32_t>(len));
@@ -459,7 +460,8 @@ __device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, 
         const int64_t lo = (t0 + kb / kScaleKBlocks * kScaleBytes) & ~int64_t{15};
         const int64_t hi = min(
             (t0 + ((kb_end - 1) / kScaleKBlocks + 1) * kScaleBytes + 15) & ~int64_t{15}, scale_end);
-        if (p.spec_lines) {
+        if (p.spec_dry) {
+        } else if (p.spec_lines) {
           for (int64_t o = lo & ~int64_t{127}; o < hi; o += 128) prefetch_l2_line(base + o);
         } else if (hi > lo) {
           bulk_prefetch_l2(base + lo, static_cast<uint32_t>(hi - lo));
@@ -473,7 +475,8 @@ __device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, 
   if (p.xq == nullptr && int64_t{b} * 65536 < x_bytes) {
     const int64_t len = min(int64_t{65536}, x_bytes - int64_t{b} * 65536);
     const uint16_t* x = p.x + int64_t{b} * 32768;
-    if (p.spec_lines) {
+    if (p.spec_dry) {
+    } else if (p.spec_lines) {
       for (int64_t o = int64_t{lane} * 128; o < len; o += 32 * 128)
         prefetch_l2_line(reinterpret_cast<const uint8_t*>(x) + o);
     } else if (lane == 0) {
@@ -503,8 +506,13 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
   if constexpr (!kDown) {
     if (threadIdx.x < 32) {
       spec_first = -1;
+      uint64_t* diag = p.diag_times != nullptr && threadIdx.x == 0 && p.spec_ids != nullptr
+                           ? p.diag_times + static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots
+                           : nullptr;
+      if (diag != nullptr) diag[kStaticDiagSpecSlot + 2] = globaltimer_ns();
       const int64_t bytes =
           p.spec_ids != nullptr ? static_spec_prefetch<F>(p, threadIdx.x, spec_first) : -1;
+      if (diag != nullptr) diag[kStaticDiagSpecSlot + 3] = globaltimer_ns();
       if (p.diag_times != nullptr && threadIdx.x == 0)  // bytes + 1: 0 = off, 1 = nothing asked
         p.diag_times[static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots + kStaticDiagSpecSlot] =
             static_cast<uint64_t>(bytes + 1);

@@ -106,6 +106,7 @@ struct StaticGemmParams {
   int spec_shared = 0;                // shared groups, <= kStaticSpecMaxShared
   int spec_kblocks = 0;               // k-blocks per CTA, > 0
   int spec_lines = 0;  // 1: per-thread 128-byte line prefetches, 0: bulk (TMA) prefetches
+  int spec_dry = 0;    // 1: everything but the prefetch instructions (diagnostic)
   StaticPartitionBuild spec_partition;  // GEMM1's as the prefix builds it (begins null: uniform)
   // GEMM2: CTA 0 sets spec_reset[0 .. spec_reset_count) to -1 after its dependency wait (every
   // GEMM1 CTA has read the ids by then), so that the next call's GEMM1 cannot take this call's
@@ -133,9 +134,9 @@ constexpr int kStaticSpecMaxShared = 8;
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
 constexpr int kStaticDiagStamps = 4;
 // The stamps, SM id, units, then GEMM1's speculative routed prefetch: the bytes it asked L2 for
-// + 1 (0: off), and whether the first step it rebuilt equals the CTA's (0: not rebuilt, 1: no,
-// 2: yes).
-constexpr int kStaticDiagSlots = 8;
+// + 1 (0: off), whether the first step it rebuilt equals the CTA's (0: not rebuilt, 1: no,
+// 2: yes), and the global timer when warp 0 entered and left static_spec_prefetch.
+constexpr int kStaticDiagSlots = 10;
 constexpr int kStaticDiagSpecSlot = kStaticDiagStamps + 2;
 
 // The prefix kernels' stamps (SERVEKIT_DIAG_STATIC_TIMES), CTA 0 of the one-CTA route + plan
