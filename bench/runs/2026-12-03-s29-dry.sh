@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 29 at 5f6cd22 (ab/2026-12-03-s29-dry): warp 0 spends 10.7-16 us in the rebuild
+# with or without the prefetch instructions; the code is now bench/runs/spec-prefetch.patch.
 # Session 29, call 3 (what the budget left: ~430 s with the start). Calls 1-2 measured the
 # speculative routed prefetch 5-10 us slower whatever its size (bulk 16 KB per CTA, 4 MB in all,
 # cost as much as 64 KB) and in either instruction (bulk or lines). The stamps' zero is thread

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 29 at ceacb64 (ab/2026-12-03-s29-lines): line prefetches slower still; the code is
+# now bench/runs/spec-prefetch.patch (git apply it to rerun).
 # Session 29, call 2. Call 1 (2026-12-03-s29-spec.sh) measured the speculative routed prefetch
 # 5-7 us SLOWER at one token and ~10 at 8: the CTA stamps put GEMM1's release 8.7-12 us after the
 # route + plan kernel's last stamp (2 us without), while everything after the release got ~4 us

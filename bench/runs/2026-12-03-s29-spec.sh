@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 29 at 8a291f7 (ab/2026-12-03-s29-spec): slower at every size; the code is now
+# bench/runs/spec-prefetch.patch (git apply it to rerun; main has no switch).
 # Session 29, call 1: the speculative routed prefetch (StaticGemmParams::spec_ids,
 # docs/static_moe.md). GEMM1's CTAs launch at the route + plan kernel's late trigger, right after
 # the routing, and wait through the plan, the task list and the hand-over (~5 us on the softmax

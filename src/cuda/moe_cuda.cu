@@ -442,10 +442,6 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
     a.topk_weights = weights;
     a.out = out.data;  // fused combine
     a.workspace = static_ws_.get();
-    if (cfg_.routing.method != RoutingMethod::kPrecomputed) {  // the ids the launch above wrote
-      a.routing_ids = ids_.get<int32_t>();
-      a.expert_offset = static_cast<int>(cfg_.experts.local_expert_offset);
-    }
     cuda::launch_static_moe(static_desc_, a, stream);
     return;
   }

@@ -184,10 +184,6 @@ sm::StaticGemmParams gemm_params(const Workspace& w, const StaticMoEArgs& a,
 // on qwen3-235b, which has no shared expert).
 // The environment's row cost is at most this (kStaticStepCost = 64 is one step's stream).
 constexpr int kMaxStaticRowCost = 1 << 16;
-
-// KB of its range each GEMM1 CTA asks L2 for before its dependency wait, by default (the
-// speculative routed prefetch; SERVEKIT_STATIC_ROUTED_PREFETCH_KB overrides, 0 = off).
-constexpr int kStaticRoutedPrefetchKB = 0;
 int static_row_cost(StaticFormat f) {
   if (const long long cost = env_int("SERVEKIT_STATIC_ROW_COST", 0, kMaxStaticRowCost, -1);
       cost >= 0)
@@ -453,36 +449,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm1.shared_first = d.num_groups - d.num_shared;
     l.gemm1.shared_count = d.num_shared;
     l.gemm1.shared_code_bytes = g13.code_bytes;
-  }
-  // The speculative routed prefetch (StaticGemmParams::spec_ids; StaticMoEArgs::routing_ids):
-  // SERVEKIT_STATIC_ROUTED_PREFETCH_KB per CTA, rounded to whole k-blocks (0: off).
-  const int64_t spec_kb =
-      env_int("SERVEKIT_STATIC_ROUTED_PREFETCH_KB", 0, 1 << 20, kStaticRoutedPrefetchKB);
-  const int64_t entries = a.tokens * d.top_k;
-  if (a.routing_ids != nullptr && spec_kb > 0 && d.top_k > 0 &&
-      d.num_shared <= sm::kStaticSpecMaxShared) {
-    // GEMM2 resets the ids of every call that may use them, whatever this call's size, so that
-    // no later call finds an older call's ids past its own.
-    l.gemm2.spec_reset = a.routing_ids;
-    l.gemm2.spec_reset_count =
-        static_cast<int>(std::min<int64_t>(sm::kStaticSpecMaxEntries, d.max_tokens * d.top_k));
-    // One task per group (the warp's rebuild) needs every group within 32 rows: T <= 32.
-    if (entries <= sm::kStaticSpecMaxEntries && a.tokens <= sm::kStaticTaskRows) {
-      l.gemm1.spec_ids = a.routing_ids;
-      l.gemm1.spec_entries = static_cast<int>(entries);
-      l.gemm1.spec_tokens = static_cast<int>(a.tokens);
-      l.gemm1.spec_local_first = a.expert_offset;
-      l.gemm1.spec_local_count = d.num_groups - d.num_shared;
-      l.gemm1.spec_shared = d.num_shared;
-      l.gemm1.spec_kblocks =
-          static_cast<int>(std::max<int64_t>(1, spec_kb * 1024 / sm::static_kblock_stride(f)));
-      l.gemm1.spec_partition = partition;
-      // SERVEKIT_DIAG_SPEC_LINES=1: line prefetches by the warp's lanes instead of bulk ones.
-      l.gemm1.spec_lines = static_cast<int>(env_int("SERVEKIT_DIAG_SPEC_LINES", 0, 1, 0));
-      // SERVEKIT_DIAG_SPEC_DRY=1: all of it but the prefetch instructions (what the warp's work
-      // costs on its own).
-      l.gemm1.spec_dry = static_cast<int>(env_int("SERVEKIT_DIAG_SPEC_DRY", 0, 1, 0));
-    }
   }
   // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs
   // instead of at every GEMM2 unit; below, the extra launch would cost more than it saves.

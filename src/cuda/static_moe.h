@@ -66,15 +66,6 @@ struct StaticMoEArgs {
   // launch_route_and_plan built them into static_task_build(d, workspace, hidden, tokens) and
   // returned true. Then no planner is launched.
   bool tasks_built = false;
-  // The routing ids of this call ([T, K] global expert ids, device) where the layer routes
-  // itself: the route + plan launch writes them before it lets GEMM1 launch. Given, and with
-  // SERVEKIT_STATIC_ROUTED_PREFETCH_KB > 0 (off by default: measured slower), GEMM1 asks L2 for
-  // the first k-blocks of its range before its dependency wait (the speculative routed
-  // prefetch, docs/static_moe.md; up to T * K = kStaticSpecMaxEntries and T = 32) and GEMM2
-  // sets the first ids to -1 afterwards. Null: neither. expert_offset: the EP range's first
-  // expert (group = id - expert_offset).
-  int32_t* routing_ids = nullptr;
-  int expert_offset = 0;
 };
 
 // Where launch_route_and_plan builds the task list of the static path (in the workspace) for

@@ -332,75 +332,6 @@ TEST_P(StaticMoECuda, MatchesHostOnDequantizedWeights) {
     }
   }
 
-  // The speculative routed prefetch (StaticMoEArgs::routing_ids, up to 64 routed entries) is a
-  // hint: with this call's ids, with ids for another EP range, with a few KB or more than a
-  // CTA's range, and with ids that are wrong (not yet written, outside the range, repeated),
-  // the same bits; after each launch GEMM2 has set the first min(32, max_tokens * K) ids to -1.
-  // Under the timing diagnostic every CTA rebuilds the first step of its range exactly as the
-  // planner cut it (the report's check), and the CTAs with steps ask L2 for something.
-  if (T * K <= static_moe::kStaticSpecMaxEntries) {
-    const int64_t reset = std::min<int64_t>(static_moe::kStaticSpecMaxEntries, d.max_tokens * K);
-    DeviceBuffer dids(sizeof(int32_t) * static_cast<size_t>(reset));
-    auto spec_run = [&](std::vector<int32_t> spec, const char* kb, int offset, bool diag) {
-      spec.resize(static_cast<size_t>(reset), 7);  // past T * K: whatever the buffer holds
-      upload(dids, spec);
-      StaticMoEArgs sa = a;
-      sa.routing_ids = dids.as<int32_t>();
-      sa.expert_offset = offset;
-      ASSERT_EQ(setenv("SERVEKIT_STATIC_ROUTED_PREFETCH_KB", kb, 1), 0);
-      if (diag) {
-        ASSERT_EQ(setenv("SERVEKIT_DIAG_STATIC_TIMES", "1", 1), 0);
-        static_diag_times_prepare();
-      }
-      CUDA_OK(cudaMemset(dout.ptr, 0xFF, ref.size() * 2));
-      launch_static_moe(d, sa, nullptr);
-      unsetenv("SERVEKIT_STATIC_ROUTED_PREFETCH_KB");
-      std::string report;
-      if (diag) {
-        report = static_diag_times_report();
-        unsetenv("SERVEKIT_DIAG_STATIC_TIMES");
-      }
-      CUDA_OK(cudaDeviceSynchronize());
-      CUDA_OK(cudaMemcpy(again.data(), dout.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
-      EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 2), 0)
-          << "speculative prefetch (" << kb << " KB, offset " << offset << ") changed bits";
-      std::vector<int32_t> left(static_cast<size_t>(reset));
-      CUDA_OK(cudaMemcpy(left.data(), dids.ptr, left.size() * 4, cudaMemcpyDeviceToHost));
-      for (size_t i = 0; i < left.size(); ++i)
-        EXPECT_EQ(left[i], -1) << "id " << i << " not reset by GEMM2";
-      if (diag) {
-        const size_t at = report.find("spec-prefetch: ");
-        ASSERT_NE(at, std::string::npos) << report;
-        int asked = 0, grid = 0, rebuilt = 0, right = 0;
-        double kbytes = 0;
-        ASSERT_EQ(std::sscanf(report.c_str() + at,
-                              "spec-prefetch: %d of %d CTAs asked L2 for %lf KB in all; first "
-                              "step rebuilt by %d, right on %d",
-                              &asked, &grid, &kbytes, &rebuilt, &right),
-                  5)
-            << report;
-        EXPECT_EQ(rebuilt, grid) << report;
-        EXPECT_EQ(right, grid) << "a CTA rebuilt its range wrong\n" << report;
-        EXPECT_GT(asked, 0) << report;
-      }
-    };
-    std::vector<int32_t> shifted(ids), hole(ids), outside(ids), same(ids);
-    for (int32_t& v : shifted) v += 100;
-    hole[static_cast<size_t>(T * K / 2)] = -1;  // not written yet: no prefetch at all
-    for (int32_t& v : outside) v = 1000;        // no routed expert here: the shared ones only
-    for (int32_t& v : same) v = 2;              // one group with every row
-    spec_run(ids, "64", 0, true);
-    spec_run(shifted, "64", 100, true);
-    ASSERT_EQ(setenv("SERVEKIT_DIAG_SPEC_LINES", "1", 1), 0);  // line prefetches instead
-    spec_run(ids, "64", 0, true);
-    unsetenv("SERVEKIT_DIAG_SPEC_LINES");
-    spec_run(ids, "1", 0, false);
-    spec_run(ids, "100000", 0, false);
-    spec_run(hole, "64", 0, false);
-    spec_run(outside, "64", 0, false);
-    spec_run(same, "64", 0, false);
-  }
-
   // The timing diagnostic (SERVEKIT_DIAG_STATIC_TIMES) on the bf16 fused cases: one more launch
   // with the stamps on gives the same bits, and a report whose quantiles are in stamp order.
   if (c.quant.method == QuantMethod::kBF16 && c.fused) {
@@ -448,18 +379,6 @@ std::vector<Case> cases() {
     for (int64_t t : {1, 8, 32, 256})
       for (Skew s : {Skew::kUniform, Skew::kOneExpert})
         v.push_back({q, Activation::kSwiGLU, 512, 384, 16, 4, 1, t, s, s == Skew::kOneExpert});
-  // 64 routed entries with one hot expert: the speculative prefetch's largest call, whose
-  // rebuilt partition is the weighted one (rows differ between tasks).
-  v.push_back({{QuantMethod::kInt4W4A16, 128},
-               Activation::kSwiGLU,
-               512,
-               384,
-               16,
-               4,
-               1,
-               16,
-               Skew::kOneExpert,
-               true});
   // The other int4 group sizes and activations, odd shapes, and the unfused (y) output.
   v.push_back({{QuantMethod::kInt4W4A16, 32},
                Activation::kSwiGLU,

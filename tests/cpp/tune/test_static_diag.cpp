@@ -116,32 +116,6 @@ TEST(StaticDiag, PrefixKernelsThatRanComeFirstBeforeTheRelease) {
       << l[1];
 }
 
-TEST(StaticDiag, SpecPrefetchLineCountsTheCtasThatAsked) {
-  const int grid = 3;
-  std::vector<uint64_t> t = stamps(0, grid);
-  // GEMM1's slot: 0 = off, 1 = on but nothing asked, bytes + 1 otherwise. GEMM2's is ignored.
-  const uint64_t spec[grid] = {1 + 65536, 1, 1 + 2048};
-  // The check of the rebuilt first step: 0 = not rebuilt, 1 = differs, 2 = equal.
-  const uint64_t match[grid] = {2, 0, 1};
-  // Warp 0's time in it: 1.5, 0.5 and 2.5 us.
-  const uint64_t took_ns[grid] = {1500, 500, 2500};
-  for (int c = 0; c < grid; ++c) {
-    t[c * kStaticDiagSlots + kStaticDiagSpecSlot] = spec[c];
-    t[c * kStaticDiagSlots + kStaticDiagSpecSlot + 1] = match[c];
-    t[c * kStaticDiagSlots + kStaticDiagSpecSlot + 2] = 7000;
-    t[c * kStaticDiagSlots + kStaticDiagSpecSlot + 3] = 7000 + took_ns[c];
-  }
-  t[(kMaxGrid + 0) * kStaticDiagSlots + kStaticDiagSpecSlot] = 999;
-  std::vector<std::string> l = lines(static_diag_format(t, kMaxGrid, grid, false));
-  ASSERT_EQ(l.size(), 9u);
-  EXPECT_EQ(l[8],
-            "diag-times gemm1 spec-prefetch: 2 of 3 CTAs asked L2 for 66.0 KB in all; first step "
-            "rebuilt by 2, right on 1; took p50 1.50 max 2.50 us");
-  // Off on every CTA: no line.
-  for (int c = 0; c < grid; ++c) t[c * kStaticDiagSlots + kStaticDiagSpecSlot] = 0;
-  EXPECT_EQ(lines(static_diag_format(t, kMaxGrid, grid, false)).size(), 8u);
-}
-
 TEST(StaticDiag, NothingForAnOutOfRangeGridOrShortBuffer) {
   EXPECT_EQ(static_diag_format(stamps(0, 2), kMaxGrid, 0, false), "");
   EXPECT_EQ(static_diag_format(stamps(0, 2), kMaxGrid, kMaxGrid + 1, false), "");

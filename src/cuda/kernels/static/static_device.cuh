@@ -259,11 +259,6 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
-// Asks L2 for the 128-byte line holding src (a per-thread prefetch through the load path, not
-// the TMA unit): a hint like bulk_prefetch_l2.
-__device__ __forceinline__ void prefetch_l2_line(const void* src) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(src) : "memory");
-}
 // Barrier of the CTA's first `threads` threads (named barrier 1; 0 is __syncthreads).
 template <int kThreads>
 __device__ __forceinline__ void named_sync() {

@@ -70,34 +70,6 @@ inline std::string static_diag_format(const std::vector<uint64_t>& slots, int ma
                     gemm + 1, names[s], v.front(), q(1), q(5), q(9), v.back());
       r += line;
     }
-  // GEMM1's speculative routed prefetch (StaticGemmParams::spec_ids), when it was on: how many
-  // CTAs asked L2 for something, and how much in all.
-  // CTAs that rebuilt their first step, and those whose rebuilt step was the real one.
-  // And how long warp 0 took for it (p50 and max over the CTAs).
-  int spec_on = 0, spec_asked = 0, spec_rebuilt = 0, spec_equal = 0;
-  uint64_t spec_bytes = 0;
-  std::vector<double> spec_us;
-  for (int c = 0; c < grid; ++c) {
-    const uint64_t v = at(0, c, kStaticDiagSpecSlot), m = at(0, c, kStaticDiagSpecSlot + 1);
-    const uint64_t t0 = at(0, c, kStaticDiagSpecSlot + 2), t1 = at(0, c, kStaticDiagSpecSlot + 3);
-    spec_on += v > 0;
-    spec_asked += v > 1;
-    spec_bytes += v > 1 ? v - 1 : 0;
-    spec_rebuilt += m > 0;
-    spec_equal += m == 2;
-    if (v > 0 && t1 >= t0) spec_us.push_back(static_cast<double>(t1 - t0) * 1e-3);
-  }
-  if (spec_on > 0) {
-    std::sort(spec_us.begin(), spec_us.end());
-    const double p50 = spec_us.empty() ? 0.0 : spec_us[spec_us.size() / 2];
-    const double mx = spec_us.empty() ? 0.0 : spec_us.back();
-    std::snprintf(line, sizeof(line),
-                  "diag-times gemm1 spec-prefetch: %d of %d CTAs asked L2 for %.1f KB in all; "
-                  "first step rebuilt by %d, right on %d; took p50 %.2f max %.2f us\n",
-                  spec_asked, grid, static_cast<double>(spec_bytes) / 1024.0, spec_rebuilt,
-                  spec_equal, p50, mx);
-    r += line;
-  }
   if (per_cta)
     for (int gemm = 0; gemm < 2; ++gemm)
       for (int c = 0; c < grid; ++c) {

@@ -327,205 +327,20 @@ __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p
   }
 }
 
-// The cost of the tasks before task j of a rebuilt task list with one task per group
-// (static_group_cost with task_first = j), from its row offsets: the group_cost accessor of
-// static_partition_entry.
-struct StaticSpecCosts {
-  const int32_t* offsets;
-  int row_cost;
-  __device__ __forceinline__ int64_t operator[](int j) const {
-    return static_group_cost(j, offsets[j], row_cost);
-  }
-};
-
-// GEMM1's speculative routed prefetch (StaticGemmParams::spec_ids), by warp 0 of each CTA before
-// the dependency wait; returns the bytes asked for (lane 0's count), 0 when it did nothing.
-// With at most 32 tokens every group has at most 32 rows, so the prefix's task list is one task
-// per active group in group order (routed, then shared), which the warp rebuilds from the ids
-// (entry e = lane + 32 i held by lane, i < kPer); with it, the CTA's range of steps is
-// static_partition_entry's (or the uniform partition's), exactly as the prefix will write it.
-// Ids that are not this call's (the host bounds the call, not the ids) can only misplace the
-// prefetch: the range is clamped to the step list, so every address stays in the weights.
-// first: the CTA's first step as rebuilt (for the diagnostic's check against the real one).
-template <StaticFormat F>
-__device__ __noinline__ int64_t static_spec_prefetch(const StaticGemmParams& p, int lane,
-                                                     int64_t& first) {
-  constexpr int kPer = kStaticSpecMaxEntries / 32;
-  constexpr int kMaxTasks = kStaticSpecMaxEntries + kStaticSpecMaxShared;
-  __shared__ int32_t s_group[kMaxTasks];
-  __shared__ int32_t s_off[kMaxTasks + 1];
-  constexpr unsigned kAll = 0xFFFFFFFFu;
-  const int n = p.spec_entries;
-  int key[kPer];  // group, or a negative number of its own for an entry that is not local
-  bool local[kPer];
-  bool missing = false;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int e = lane + 32 * i;
-    const int id = e < n ? __ldcv(p.spec_ids + e) : 0;
-    missing |= e < n && id < 0;  // -1: not written yet for this call (GEMM2 reset it)
-    const int g = id - p.spec_local_first;
-    local[i] = e < n && id >= 0 && g >= 0 && g < p.spec_local_count;
-    key[i] = local[i] ? g : -1 - e;
-  }
-  if (__any_sync(kAll, missing)) return 0;
-  // Per entry: the entries with its group (its rows) and whether one comes before it (then it
-  // is not its group's leader); then per leader: the groups below it and their rows.
-  int rows[kPer], rank[kPer], before[kPer];
-  bool leader[kPer];
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) rows[i] = 0, leader[i] = local[i], rank[i] = 0, before[i] = 0;
-#pragma unroll
-  for (int w = 0; w < kPer; ++w)
-    for (int j = 0; j < 32 && 32 * w + j < n; ++j) {  // n is warp-uniform
-      const int kj = __shfl_sync(kAll, key[w], j);
-#pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        if (kj == key[i]) {
-          ++rows[i];
-          if (32 * w + j < lane + 32 * i) leader[i] = false;
-        }
-    }
-#pragma unroll
-  for (int w = 0; w < kPer; ++w)
-    for (int j = 0; j < 32 && 32 * w + j < n; ++j) {
-      const int kj = __shfl_sync(kAll, key[w], j);
-      const int rj = __shfl_sync(kAll, leader[w] ? rows[w] : 0, j);
-#pragma unroll
-      for (int i = 0; i < kPer; ++i)
-        if (rj > 0 && kj < key[i]) ++rank[i], before[i] += rj;
-    }
-  int routed = 0, local_rows = 0;
-  unsigned rmax_routed = 0, rmin_routed = 64;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    routed += __popc(__ballot_sync(kAll, leader[i]));
-    local_rows += __popc(__ballot_sync(kAll, local[i]));
-    rmax_routed = max(rmax_routed, __reduce_max_sync(kAll, leader[i] ? rows[i] : 0u));
-    rmin_routed = min(rmin_routed, __reduce_min_sync(kAll, leader[i] ? rows[i] : 64u));
-    if (leader[i]) s_group[rank[i]] = key[i], s_off[rank[i]] = before[i];
-  }
-  const int ntasks = routed + p.spec_shared;
-  if (ntasks == 0) return 0;
-  for (int sh = lane; sh <= p.spec_shared; sh += 32) {  // sh == spec_shared: the total
-    if (sh < p.spec_shared) s_group[routed + sh] = p.spec_local_count + sh;
-    s_off[routed + sh] = local_rows + sh * p.spec_tokens;
-  }
-  // Equal rows in every task: the prefix's uniform case (static_build_tasks' min_rows >= max_rows).
-  const int shared_rows = p.spec_shared > 0 ? p.spec_tokens : 0;
-  const int rmax = max(static_cast<int>(rmax_routed), shared_rows);
-  const int rmin = min(static_cast<int>(rmin_routed), p.spec_shared > 0 ? shared_rows : 64);
-  __syncwarp();
-
-  const StaticPartitionBuild& pb = p.spec_partition;
-  const int b = blockIdx.x;
-  const int64_t total = static_cast<int64_t>(ntasks) * p.ngroups * p.kblocks;
-  int64_t s0, s1;
-  if (pb.begins == nullptr) {
-    s0 = static_cta_begin(b, total, gridDim.x);
-    s1 = static_cta_begin(b + 1, total, gridDim.x);
-  } else {
-    const StaticSpecCosts costs{s_off, pb.row_cost};
-    s0 = static_partition_entry(b, 0, pb, ntasks, rmin >= rmax, costs, s_off, ntasks);
-    s1 = static_partition_entry(b + 1, 0, pb, ntasks, rmin >= rmax, costs, s_off, ntasks);
-  }
-
-  constexpr int64_t kStride = static_kblock_stride(F);
-  constexpr int kScaleBytes = static_scale_block_bytes(F);
-  constexpr int kScaleKBlocks = static_scale_block_kblocks(F);
-  const int64_t scale_end = (p.code_bytes + p.tiles * p.tile_scale_bytes) & ~int64_t{15};
-  s0 = min(max(s0, int64_t{0}), total);
-  first = s0;
-  int64_t bytes = 0;
-  const int64_t e = min(min(s1, s0 + p.spec_kblocks), total);
-  for (int64_t s = s0; s < e;) {
-    const int u = static_cast<int>(s / p.kblocks),
-              kb = static_cast<int>(s - int64_t{u} * p.kblocks);
-    const int kb_end = static_cast<int>(min(int64_t{p.kblocks}, kb + (e - s)));
-    const int cg = static_unit_group(u, ntasks);
-    const uint8_t* base = p.experts[s_group[static_unit_task(u, ntasks)]].w13;
-    if (base != nullptr) {
-      const int64_t len = (kb_end - kb) * kStride;
-      const uint8_t* codes = base + (int64_t{cg} * p.kblocks + kb) * kStride;
-      if (p.spec_dry) {
-      } else if (p.spec_lines) {  // 128-byte lines, the warp's lanes in turn
-        for (int64_t o = int64_t{lane} * 128; o < len; o += 32 * 128) prefetch_l2_line(codes + o);
-      } else if (lane == 0) {
-        bulk_prefetch_l2(codes, static_cast<uint32_t>(len));
-      }
-      if (lane == 0) bytes += len;
-      const int tile = cg * kStaticWarps + lane;
-      if (kScaleBytes > 0 && lane < kStaticWarps && tile < p.tiles) {  // the 8 tiles' scales
-        const int64_t t0 = p.code_bytes + tile * p.tile_scale_bytes;
-        const int64_t lo = (t0 + kb / kScaleKBlocks * kScaleBytes) & ~int64_t{15};
-        const int64_t hi = min(
-            (t0 + ((kb_end - 1) / kScaleKBlocks + 1) * kScaleBytes + 15) & ~int64_t{15}, scale_end);
-        if (p.spec_dry) {
-        } else if (p.spec_lines) {
-          for (int64_t o = lo & ~int64_t{127}; o < hi; o += 128) prefetch_l2_line(base + o);
-        } else if (hi > lo) {
-          bulk_prefetch_l2(base + lo, static_cast<uint32_t>(hi - lo));
-        }
-      }
-    }
-    s += kb_end - kb;
-  }
-  // x, where GEMM1 stages it (not fp8_block128's prepared copy): 64 KB pieces on the first CTAs.
-  const int64_t x_bytes = int64_t{p.spec_tokens} * p.k * 2;
-  if (p.xq == nullptr && int64_t{b} * 65536 < x_bytes) {
-    const int64_t len = min(int64_t{65536}, x_bytes - int64_t{b} * 65536);
-    const uint16_t* x = p.x + int64_t{b} * 32768;
-    if (p.spec_dry) {
-    } else if (p.spec_lines) {
-      for (int64_t o = int64_t{lane} * 128; o < len; o += 32 * 128)
-        prefetch_l2_line(reinterpret_cast<const uint8_t*>(x) + o);
-    } else if (lane == 0) {
-      bulk_prefetch_l2(x, static_cast<uint32_t>(len));
-    }
-    if (lane == 0) bytes += len;
-  }
-  return bytes;
-}
-
-// GEMM2, after its dependency wait (every GEMM1 CTA has read the ids): the ids of this call to
-// -1 (StaticGemmParams::spec_reset).
-__device__ __forceinline__ void static_spec_reset(const StaticGemmParams& p) {
-  if (p.spec_reset != nullptr && blockIdx.x == 0)
-    for (int i = threadIdx.x; i < p.spec_reset_count; i += kStaticThreads) p.spec_reset[i] = -1;
-}
-
 // The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
 // and partition table come from the planner; GEMM2 reads them before its own wait, since the
 // planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
 // into shared memory for the fix-up (by the compute threads; visible to them after the barrier
 // that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
-template <StaticFormat F, bool kDown>
+template <bool kDown>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
-  int64_t spec_first = -1;  // thread 0's: the rebuilt first step, -1 if none
   if constexpr (!kDown) {
-    if (threadIdx.x < 32) {
-      spec_first = -1;
-      uint64_t* diag = p.diag_times != nullptr && threadIdx.x == 0 && p.spec_ids != nullptr
-                           ? p.diag_times + static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots
-                           : nullptr;
-      if (diag != nullptr) diag[kStaticDiagSpecSlot + 2] = globaltimer_ns();
-      const int64_t bytes =
-          p.spec_ids != nullptr ? static_spec_prefetch<F>(p, threadIdx.x, spec_first) : -1;
-      if (diag != nullptr) diag[kStaticDiagSpecSlot + 3] = globaltimer_ns();
-      if (p.diag_times != nullptr && threadIdx.x == 0)  // bytes + 1: 0 = off, 1 = nothing asked
-        p.diag_times[static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots + kStaticDiagSpecSlot] =
-            static_cast<uint64_t>(bytes + 1);
-    }
     if (p.shared_prefetch != 0 && threadIdx.x == 0) static_shared_prefetch(p);
     pdl_wait();
     pdl_trigger();
   }
   const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
-  if (!kDown && p.diag_times != nullptr &&
-      threadIdx.x == 0)  // 0: not rebuilt, 1: differs, 2: equal
-    p.diag_times[static_cast<int64_t>(blockIdx.x) * kStaticDiagSlots + kStaticDiagSpecSlot + 1] =
-        spec_first < 0 ? 0 : 1 + (spec_first == int64_t{r.u_first} * r.kblocks + r.first_kb0);
   if (threadIdx.x < kStaticThreads)
     for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
       static_partition_smem()[i] =
@@ -625,7 +440,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int grid = gridDim.x, cta = blockIdx.x;
-  const StaticCtaRange r = static_cta_start<F, kDown>(p);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -645,7 +460,6 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   if constexpr (kDown) {
     pdl_wait();  // h and its maxima come from GEMM1
     pdl_trigger();
-    static_spec_reset(p);
   }
   static_diag_stamp(p, 1);
   static_diag_stamp(p, 2);

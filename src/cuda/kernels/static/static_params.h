@@ -89,31 +89,6 @@ struct StaticGemmParams {
   int shared_first = 0, shared_count = 0;
   int64_t shared_code_bytes = 0;
 
-  // The routed experts' first k-blocks in L2 ahead of GEMM1 (docs/static_moe.md, "speculative
-  // routed prefetch"; null spec_ids: off). The route + plan launch writes the routing ids before
-  // it lets GEMM1 launch, so GEMM1's CTAs, resident during the rest of the prefix (the plan, the
-  // task list, the hand-over), can read them before their dependency wait, work out the task list
-  // and their own range of steps as the prefix will (one task per active group: at most
-  // kStaticSpecMaxEntries routed entries and 32 tokens), and ask L2 for the first spec_kblocks
-  // k-blocks of that range (codes and scales) and, where GEMM1 stages x itself, for x. A hint: a
-  // stale or unwritten id (GEMM2 sets them to -1, spec_reset) only skips or misdirects the
-  // prefetch.
-  const int32_t* spec_ids = nullptr;  // [spec_entries] = [T, K] global expert ids
-  int spec_entries = 0;               // T * K, 1..kStaticSpecMaxEntries
-  int spec_tokens = 0;                // T (rows of each shared expert)
-  int spec_local_first = 0;           // EP range: group = id - spec_local_first if in range
-  int spec_local_count = 0;           //   (routed groups 0..count-1, then the shared ones)
-  int spec_shared = 0;                // shared groups, <= kStaticSpecMaxShared
-  int spec_kblocks = 0;               // k-blocks per CTA, > 0
-  int spec_lines = 0;  // 1: per-thread 128-byte line prefetches, 0: bulk (TMA) prefetches
-  int spec_dry = 0;    // 1: everything but the prefetch instructions (diagnostic)
-  StaticPartitionBuild spec_partition;  // GEMM1's as the prefix builds it (begins null: uniform)
-  // GEMM2: CTA 0 sets spec_reset[0 .. spec_reset_count) to -1 after its dependency wait (every
-  // GEMM1 CTA has read the ids by then), so that the next call's GEMM1 cannot take this call's
-  // ids for its own: it sees its own ids or -1.
-  int32_t* spec_reset = nullptr;
-  int spec_reset_count = 0;
-
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
                                         // weighted partition), or null: the uniform partition
@@ -126,18 +101,9 @@ struct StaticGemmParams {
   uint64_t* diag_times = nullptr;
 };
 
-// Bounds of the speculative routed prefetch (spec_ids): one warp reads the ids, two per lane;
-// the task list it rebuilds lives in static shared memory.
-constexpr int kStaticSpecMaxEntries = 64;
-constexpr int kStaticSpecMaxShared = 8;
-
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
 constexpr int kStaticDiagStamps = 4;
-// The stamps, SM id, units, then GEMM1's speculative routed prefetch: the bytes it asked L2 for
-// + 1 (0: off), whether the first step it rebuilt equals the CTA's (0: not rebuilt, 1: no,
-// 2: yes), and the global timer when warp 0 entered and left static_spec_prefetch.
-constexpr int kStaticDiagSlots = 10;
-constexpr int kStaticDiagSpecSlot = kStaticDiagStamps + 2;
+constexpr int kStaticDiagSlots = 8;  // the stamps, SM id, units, two spare
 
 // The prefix kernels' stamps (SERVEKIT_DIAG_STATIC_TIMES), CTA 0 of the one-CTA route + plan
 // kernel and of the static planner, one kStaticDiagSlots region each after the GEMMs':

@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     mbar_init_fence();
   }
   __syncthreads();
-  const StaticCtaRange r = static_cta_start<F, kDown>(p);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -180,7 +180,6 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   if constexpr (kDown) {
     pdl_wait();  // h comes from GEMM1
     pdl_trigger();
-    static_spec_reset(p);
   }
   static_diag_stamp(p, 1);
   static_diag_stamp(p, 2);
