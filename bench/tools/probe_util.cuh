@@ -1,5 +1,6 @@
 // Shared pieces of the standalone device probes in bench/tools/ (membw.cu, tmabw.cu,
-// tma_rowgather.cu), each built on its own: nvcc -O3 -arch=sm_90a -o X bench/tools/X.cu
+// tma_rowgather.cu, icache_probe.cu), each built on its own: nvcc -O3 -arch=sm_90a -o X
+// bench/tools/X.cu
 #pragma once
 
 #include <cstdint>
