@@ -1,14 +1,16 @@
 // A small streaming JSON writer for benchmark result files: commas and nesting are tracked, strings
-// are escaped (RFC 8259), non-finite numbers are written as null (JSON has no NaN/inf).
+// are escaped (RFC 8259), non-finite numbers are written as null (JSON has no NaN/inf). Nesting is
+// at most kMaxDepth containers (a fixed stack: std::vector's growth made gcc 13 warn
+// -Wstringop-overflow, a false positive, which a -Werror build turns into an error).
 // Header-only so the CPU unit test can include it.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "servekit/error.h"
 
@@ -16,13 +18,15 @@ namespace servekit::bench {
 
 class JsonWriter {
  public:
+  static constexpr int kMaxDepth = 32;
+
   JsonWriter& begin_object() { return open('{'); }
   JsonWriter& end_object() { return close('}'); }
   JsonWriter& begin_array() { return open('['); }
   JsonWriter& end_array() { return close(']'); }
 
   JsonWriter& key(std::string_view k) {
-    SERVEKIT_CHECK(!stack_.empty() && stack_.back().kind == '{' && !after_key_, "json: key '", k,
+    SERVEKIT_CHECK(depth_ > 0 && top().kind == '{' && !after_key_, "json: key '", k,
                    "' outside an object or after another key");
     separate();
     write_string(k);
@@ -75,7 +79,7 @@ class JsonWriter {
 
   // The document; throws if a container is still open.
   const std::string& str() const {
-    SERVEKIT_CHECK(stack_.empty(), "json: ", stack_.size(), " container(s) still open");
+    SERVEKIT_CHECK(depth_ == 0, "json: ", depth_, " container(s) still open");
     return out_;
   }
 
@@ -85,17 +89,20 @@ class JsonWriter {
     bool has_items;
   };
 
+  Level& top() { return stack_[static_cast<size_t>(depth_ - 1)]; }
+
   JsonWriter& open(char c) {
+    SERVEKIT_CHECK(depth_ < kMaxDepth, "json: more than ", kMaxDepth, " nested containers");
     before_value();
     out_ += c;
-    stack_.push_back({c, false});
+    stack_[static_cast<size_t>(depth_++)] = {c, false};
     return *this;
   }
   JsonWriter& close(char c) {
     const char want = c == '}' ? '{' : '[';
-    SERVEKIT_CHECK(!stack_.empty() && stack_.back().kind == want && !after_key_, "json: '", c,
+    SERVEKIT_CHECK(depth_ > 0 && top().kind == want && !after_key_, "json: '", c,
                    "' does not close the open container");
-    stack_.pop_back();
+    --depth_;
     if (pending_newline_) out_ += '\n';
     pending_newline_ = false;
     out_ += c;
@@ -103,18 +110,18 @@ class JsonWriter {
   }
   // Comma (and the requested line break) before an element of the current container.
   void separate() {
-    if (stack_.empty()) return;
-    if (stack_.back().has_items) out_ += ',';
+    if (depth_ == 0) return;
+    if (top().has_items) out_ += ',';
     if (pending_newline_) out_ += "\n ";
     pending_newline_ = false;
-    stack_.back().has_items = true;
+    top().has_items = true;
   }
   void before_value() {
     if (after_key_) {
       after_key_ = false;
       return;
     }
-    SERVEKIT_CHECK(stack_.empty() ? out_.empty() : stack_.back().kind == '[',
+    SERVEKIT_CHECK(depth_ == 0 ? out_.empty() : top().kind == '[',
                    "json: a value inside an object needs a key first");
     separate();
   }
@@ -141,7 +148,8 @@ class JsonWriter {
   }
 
   std::string out_;
-  std::vector<Level> stack_;
+  std::array<Level, kMaxDepth> stack_{};
+  int depth_ = 0;
   bool after_key_ = false;
   bool pending_newline_ = false;
 };

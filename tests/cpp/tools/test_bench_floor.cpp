@@ -140,6 +140,17 @@ TEST(BenchJson, NestingEscapingAndNonFinite) {
             "\"inf\":null,\"a\":[1,null,{}]}");
 }
 
+TEST(BenchJson, NestingUpToTheFixedDepth) {
+  JsonWriter w;
+  for (int i = 0; i < JsonWriter::kMaxDepth; ++i) w.begin_array();
+  EXPECT_THROW(w.begin_array(), Error);  // one more than the stack holds
+  EXPECT_THROW(w.begin_object(), Error);
+  for (int i = 0; i < JsonWriter::kMaxDepth; ++i) w.end_array();
+  EXPECT_EQ(w.str(),
+            std::string(JsonWriter::kMaxDepth, '[') + std::string(JsonWriter::kMaxDepth, ']'));
+  EXPECT_THROW(w.end_array(), Error);  // nothing open
+}
+
 TEST(BenchJson, MisuseThrows) {
   JsonWriter w;
   w.begin_object();
