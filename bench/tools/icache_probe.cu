@@ -42,11 +42,14 @@ __device__ __forceinline__ uint32_t chain(uint32_t x, uint32_t y,
 template <int kSteps, uint32_t kSalt>
 __global__ void straight(uint32_t y, uint32_t* out, uint64_t* ns) {
   const uint64_t t0 = timer_ns();
+  const uint64_t c0 = clock64();
   const uint32_t x = chain<kSalt>(threadIdx.x, y, std::make_integer_sequence<int, kSteps>{});
+  const uint64_t c1 = clock64();
   const uint64_t t1 = timer_ns();
   if (threadIdx.x == 0) {
     out[blockIdx.x] = x;
     ns[blockIdx.x] = t1 - t0;
+    ns[1024 + blockIdx.x] = c1 - c0;  // SM cycles: the global timer ticks in ~0.25 us steps
   }
 }
 
@@ -71,11 +74,16 @@ void flush_l2(const Probe& p) {
 
 // Median and max of warp 0's chain time over the launch's CTAs, in us.
 void report(const char* what, int steps, int ctas, const Probe& p) {
-  uint64_t h[1024];
+  uint64_t h[1024], c[1024];
   CHECK(cudaMemcpy(h, p.ns, sizeof(uint64_t) * ctas, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(c, p.ns + 1024, sizeof(uint64_t) * ctas, cudaMemcpyDeviceToHost));
   std::sort(h, h + ctas);
-  std::printf("steps %5d (%6.1f KB of code) %-7s ctas %4d: p50 %8.2f us max %8.2f us\n", steps,
-              steps * 32 / 1024.0, what, ctas, h[ctas / 2] * 1e-3, h[ctas - 1] * 1e-3);
+  std::sort(c, c + ctas);
+  std::printf("steps %5d (%6.1f KB of code) %-7s ctas %4d: p50 %8.2f us max %8.2f us"
+              "  cycles p50 %8llu max %8llu\n",
+              steps, steps * 32 / 1024.0, what, ctas, h[ctas / 2] * 1e-3, h[ctas - 1] * 1e-3,
+              static_cast<unsigned long long>(c[ctas / 2]),
+              static_cast<unsigned long long>(c[ctas - 1]));
 }
 
 template <int kSteps>
@@ -105,7 +113,7 @@ int main() {
   p.flush_n = (256u << 20) / sizeof(uint4);
   CHECK(cudaMalloc(&p.flush, p.flush_n * sizeof(uint4)));
   CHECK(cudaMalloc(&p.out, 1024 * sizeof(uint32_t)));
-  CHECK(cudaMalloc(&p.ns, 1024 * sizeof(uint64_t)));
+  CHECK(cudaMalloc(&p.ns, 2048 * sizeof(uint64_t)));
   std::printf("icache probe: %d SMs\n", p.sms);
   run<64>(p);
   run<256>(p);
