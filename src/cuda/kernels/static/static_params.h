@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "cuda/kernels/static/static_self_route.h"
 #include "cuda/kernels/static/static_tasks.h"
 #include "servekit/moe.h"
 
@@ -88,6 +89,13 @@ struct StaticGemmParams {
   int shared_prefetch = 0;
   int shared_first = 0, shared_count = 0;
   int64_t shared_code_bytes = 0;
+
+  // GEMM1 of a one-token call routes the token itself (static_self_route.h; logits null: off).
+  // Then it reads neither tasks, num_tasks, cta_begins nor row_token (the prefix writes them
+  // for GEMM2 while GEMM1 runs): its task list is in shared memory, its partition the uniform
+  // one over its own grid, and its one token row 0 of x. It waits for the prefix (pdl_wait)
+  // after its k-loops, before it lets GEMM2 launch.
+  StaticSelfRoute self_route;
 
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the

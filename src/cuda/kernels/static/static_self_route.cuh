@@ -1,0 +1,66 @@
+// Device side of static_self_route.h: a GEMM1 CTA's first warp selects the one token's top-k
+// experts from the logits and writes the task list into the CTA's shared memory.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "cuda/kernels/routing/route_kernel.cuh"
+#include "cuda/kernels/static/static_self_route.h"
+#include "cuda/kernels/static/static_tasks.h"
+
+namespace servekit::cuda::static_moe {
+
+// The task list of a self-routed GEMM1 CTA (StaticGemmParams::self_route).
+struct StaticSelfTasks {
+  StaticTask tasks[kStaticSelfRouteMaxTasks];
+  int count;
+};
+
+__device__ __forceinline__ StaticSelfTasks& static_self_tasks() {
+  __shared__ StaticSelfTasks s;
+  return s;
+}
+
+// Every lane of one warp calls it; the CTA's threads read the list after a barrier. The keys and
+// the selection are route_token's (route_kernel.cuh: order_key of s' = NaN ? -inf : logit, then
+// warp_top_k), so the ids are the route + plan kernel's, ties and NaN included. Task j of the
+// list: the local expert of the j-th smallest group among those picked (a plan group's rows
+// follow group order, one row each at one token), then the shared experts, each one row of the
+// token: static_build_tasks' list for the plan of these ids. The logits are read through L2
+// (ld.global.cg): they come from a kernel that completed before this one launched.
+inline __device__ __noinline__ void static_self_route_warp(const StaticSelfRoute r) {
+  using namespace routing;
+  constexpr int kPer = kStaticSelfRouteMaxExperts / 32;
+  const int lane = threadIdx.x & 31;
+  uint32_t key[kPer];
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int e = lane + 32 * j;
+    float s = 0.0f;
+    if (e < r.num_experts) {
+      s = r.logits_bf16 ? logit_value(__ushort_as_bfloat16(
+                              __ldcg(static_cast<const unsigned short*>(r.logits) + e)))
+                        : __ldcg(static_cast<const float*>(r.logits) + e);
+    }
+    key[j] = e < r.num_experts ? order_key(nan_as_neg_inf(s)) : kNoCandidate;
+  }
+  int id = -1;  // lane j < top_k: the expert of slot j
+  warp_top_k(key, r.top_k, [&](int slot, int index) {
+    if (lane == slot) id = index;
+  });
+  const int g = id - r.local_first;
+  const bool local = lane < r.top_k && id >= 0 && g >= 0 && g < r.local_count;
+  int rank = 0;  // local groups picked below g (the ids are distinct)
+  for (int j = 0; j < r.top_k; ++j) rank += __shfl_sync(kFullMask, local ? g : INT_MAX, j) < g;
+  const int nlocal = __popc(__ballot_sync(kFullMask, local));
+  StaticSelfTasks& st = static_self_tasks();
+  if (local) st.tasks[rank] = StaticTask{g, rank, 1, 0};
+  for (int sh = lane; sh < r.num_shared; sh += 32)
+    st.tasks[nlocal + sh] = StaticTask{r.local_count + sh, nlocal + sh, 1, 0};
+  if (lane == 0) st.count = nlocal + r.num_shared;
+}
+
+}  // namespace servekit::cuda::static_moe
