@@ -427,10 +427,11 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
       // One token of a 4-bit format: GEMM1 routes it itself and launches at the route + plan
       // kernel's start (static_self_route.h).
       if (tb.tasks != nullptr &&
-          cuda::static_self_route_applies(static_desc_, cfg_.routing.method,
-                                          cfg_.routing.num_experts, tokens)) {
+          cuda::static_self_route_applies(static_desc_, cfg_.routing, tokens)) {
         self_route.logits = in.router_logits.data;
         self_route.logits_bf16 = in.router_logits.dtype == DType::kBF16;
+        self_route.bias =
+            cuda::static_moe::static_self_route_biased(cfg_.routing.method) ? bias : nullptr;
         self_route.num_experts = cfg_.routing.num_experts;
         self_route.top_k = top_k_;
         self_route.local_first = cfg_.experts.local_expert_offset;

@@ -324,11 +324,11 @@ static bool tasks_in_route(StaticFormat f) {
   return f != StaticFormat::kFP8Block128;
 }
 
-bool static_self_route_applies(const StaticMoEDesc& d, RoutingMethod method, int num_experts,
+bool static_self_route_applies(const StaticMoEDesc& d, const RoutingConfig& routing,
                                int64_t tokens) {
   const StaticFormat f = static_format(d.quant);
-  return tasks_in_route(f) &&
-         sm::static_self_route_fits(f, method, tokens, num_experts, d.top_k, d.num_shared) &&
+  return tasks_in_route(f) && routing.top_k == d.top_k &&
+         sm::static_self_route_fits(f, routing, tokens, d.num_shared) &&
          env_int("SERVEKIT_STATIC_SELF_ROUTE", 0, 1, 1) == 1;
 }
 

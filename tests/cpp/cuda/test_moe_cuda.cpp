@@ -46,6 +46,7 @@ struct Case {
   uint64_t seed = 7;
   MoEPath path = MoEPath::kDynamic;
   bool bf16_logits = false;  // router_logits as bf16 (Inputs::logits holds their exact values)
+  int n_group = 4, topk_group = 2;  // kDeepSeekV3's group stage
 };
 
 MoEConfig make_config(const Case& c) {
@@ -54,8 +55,8 @@ MoEConfig make_config(const Case& c) {
   cfg.routing.top_k = c.top_k;
   cfg.routing.method = c.routing;
   if (c.routing == RoutingMethod::kDeepSeekV3) {
-    cfg.routing.n_group = 4;
-    cfg.routing.topk_group = 2;
+    cfg.routing.n_group = c.n_group;
+    cfg.routing.topk_group = c.topk_group;
     cfg.routing.routed_scaling_factor = 2.5f;
   }
   cfg.quant.method = c.quant;
@@ -753,7 +754,8 @@ TEST(MoECuda, NaNInATokenReachesOnlyItsOutput) {
 // One token of a 4-bit format on the static path: GEMM1 routes the token itself
 // (static_self_route.h) while the route + plan kernel builds the plan for GEMM2 and the combine.
 // Each case against the reference with it on (the default) and off
-// (SERVEKIT_STATIC_SELF_ROUTE=0): the four methods that select on the raw logits, bf16 logits,
+// (SERVEKIT_STATIC_SELF_ROUTE=0): the four methods that select on the raw logits and the two
+// biased ones (DeepSeek-V3 with one group as kimi-k2, MiniMax), bf16 logits,
 // E = 512 (16 logits a lane) with K = 32 and an EP-local range holding only some picks, a local
 // range holding none of them (GEMM1 has no task: the output is the shared expert's), tied
 // logits (the lowest indices win on both sides) and NaN logits (read as -inf). Graph replay
@@ -782,6 +784,13 @@ TEST(MoECuda, StaticSelfRoutedGemm1) {
        Logits::kTied},
       {QuantMethod::kInt4W4A16, 64, RoutingMethod::kSoftmaxTopK, 64, 6, 0, 0, -1, true,
        Logits::kTiedNaN},
+      // The biased methods: sigmoid(s') + b, DeepSeek-V3 with one group as kimi-k2's.
+      {QuantMethod::kInt4W4A16, 128, RoutingMethod::kDeepSeekV3, 384, 8, 1, 200, 48, false,
+       Logits::kBoostLocal},
+      {QuantMethod::kMXFP4W4A16, 128, RoutingMethod::kMiniMax, 64, 6, 0, 0, -1, true,
+       Logits::kRandom},
+      {QuantMethod::kInt4W4A16, 128, RoutingMethod::kDeepSeekV3, 64, 6, 1, 0, -1, false,
+       Logits::kTiedNaN},
   };
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
@@ -801,6 +810,8 @@ TEST(MoECuda, StaticSelfRoutedGemm1) {
     c.max_tokens = 8;
     c.path = MoEPath::kStatic;
     c.seed = 40 + index;
+    c.n_group = 1;  // DeepSeek-V3 without a group stage, which GEMM1 does not repeat
+    c.topk_group = 1;
     SCOPED_TRACE(case_name(c) + "/sub" + std::to_string(index++));
     MoELayer layer(make_config(c));
     load_experts(layer, c);
@@ -809,7 +820,7 @@ TEST(MoECuda, StaticSelfRoutedGemm1) {
     d.quant = layer.config().quant;
     d.top_k = c.top_k;
     d.num_shared = c.shared;
-    ASSERT_TRUE(cuda::static_self_route_applies(d, c.routing, c.experts, 1));
+    ASSERT_TRUE(cuda::static_self_route_applies(d, layer.config().routing, 1));
 
     Inputs in = make_inputs(c, 1);
     const int first = layer.config().experts.local_expert_offset;

@@ -13,29 +13,47 @@
 namespace servekit::cuda::static_moe {
 namespace {
 
-TEST(StaticSelfRoute, AppliesToOneTokenOfA4BitFormatSelectedOnTheLogits) {
+RoutingConfig routing(RoutingMethod m, int experts, int top_k, int n_group = 1,
+                      int topk_group = 1) {
+  RoutingConfig r;
+  r.method = m;
+  r.num_experts = experts;
+  r.top_k = top_k;
+  r.n_group = n_group;
+  r.topk_group = topk_group;
+  return r;
+}
+
+TEST(StaticSelfRoute, AppliesToOneTokenOfA4BitFormatWithARepeatableSelection) {
   const StaticFormat f = StaticFormat::kInt4G128;
   const RoutingMethod m = RoutingMethod::kSoftmaxTopK;
-  EXPECT_TRUE(static_self_route_fits(f, m, 1, 128, 8, 0));
-  EXPECT_TRUE(static_self_route_fits(f, m, 1, 512, 32, 32));  // the task bound, exactly
-  EXPECT_FALSE(static_self_route_fits(f, m, 1, 512, 32, 33));
-  EXPECT_FALSE(static_self_route_fits(f, m, 2, 128, 8, 0));  // one token only
-  EXPECT_FALSE(static_self_route_fits(f, m, 0, 128, 8, 0));
-  EXPECT_FALSE(static_self_route_fits(f, m, 1, 513, 8, 0));  // 16 logits per lane
-  EXPECT_FALSE(static_self_route_fits(f, m, 1, 4, 8, 0));    // top_k > E
-  EXPECT_FALSE(static_self_route_fits(f, m, 1, 128, 33, 0));
+  EXPECT_TRUE(static_self_route_fits(f, routing(m, 128, 8), 1, 0));
+  EXPECT_TRUE(static_self_route_fits(f, routing(m, 512, 32), 1, 32));  // the task bound, exactly
+  EXPECT_FALSE(static_self_route_fits(f, routing(m, 512, 32), 1, 33));
+  EXPECT_FALSE(static_self_route_fits(f, routing(m, 128, 8), 2, 0));  // one token only
+  EXPECT_FALSE(static_self_route_fits(f, routing(m, 128, 8), 0, 0));
+  EXPECT_FALSE(static_self_route_fits(f, routing(m, 513, 8), 1, 0));  // 16 logits per lane
+  EXPECT_FALSE(static_self_route_fits(f, routing(m, 4, 8), 1, 0));    // top_k > E
+  EXPECT_FALSE(static_self_route_fits(f, routing(m, 128, 33), 1, 0));
   for (StaticFormat g : {StaticFormat::kMXFP4, StaticFormat::kNVFP4, StaticFormat::kInt4G32,
                          StaticFormat::kInt4G64, StaticFormat::kInt4G128})
-    EXPECT_TRUE(static_self_route_fits(g, m, 1, 128, 8, 1));
+    EXPECT_TRUE(static_self_route_fits(g, routing(m, 128, 8), 1, 1));
   for (StaticFormat g :
        {StaticFormat::kBF16, StaticFormat::kFP8PerTensor, StaticFormat::kFP8Block128})
-    EXPECT_FALSE(static_self_route_fits(g, m, 1, 128, 8, 1));
-  for (RoutingMethod r : {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax,
-                          RoutingMethod::kLlama4, RoutingMethod::kSigmoidTopK})
-    EXPECT_TRUE(static_self_route_fits(f, r, 1, 128, 8, 1));
+    EXPECT_FALSE(static_self_route_fits(g, routing(m, 128, 8), 1, 1));
   for (RoutingMethod r :
-       {RoutingMethod::kDeepSeekV3, RoutingMethod::kMiniMax, RoutingMethod::kPrecomputed})
-    EXPECT_FALSE(static_self_route_fits(f, r, 1, 128, 8, 1));
+       {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax, RoutingMethod::kLlama4,
+        RoutingMethod::kSigmoidTopK, RoutingMethod::kMiniMax})
+    EXPECT_TRUE(static_self_route_fits(f, routing(r, 128, 8), 1, 1));
+  EXPECT_FALSE(static_self_route_fits(f, routing(RoutingMethod::kPrecomputed, 128, 8), 1, 1));
+  // DeepSeek-V3: only when the group stage keeps every group (kimi-k2: one group).
+  const RoutingMethod ds = RoutingMethod::kDeepSeekV3;
+  EXPECT_TRUE(static_self_route_fits(f, routing(ds, 384, 8, 1, 1), 1, 1));
+  EXPECT_TRUE(static_self_route_fits(f, routing(ds, 256, 8, 8, 8), 1, 1));
+  EXPECT_FALSE(static_self_route_fits(f, routing(ds, 256, 8, 8, 4), 1, 1));  // deepseek-v3's
+  EXPECT_TRUE(static_self_route_biased(ds));
+  EXPECT_TRUE(static_self_route_biased(RoutingMethod::kMiniMax));
+  EXPECT_FALSE(static_self_route_biased(RoutingMethod::kSoftmaxTopK));
 }
 
 // Random picks (some outside the EP-local range, dropped slots as -1), against the planner's

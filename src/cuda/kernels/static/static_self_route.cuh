@@ -24,14 +24,36 @@ __device__ __forceinline__ StaticSelfTasks& static_self_tasks() {
   return s;
 }
 
+// s' of expert e: the logit (read through L2, ld.global.cg: it comes from a kernel that completed
+// before this one launched), NaN as -inf.
+__device__ __forceinline__ float static_self_route_logit(const StaticSelfRoute& r, int e) {
+  return routing::nan_as_neg_inf(r.logits_bf16
+                                     ? routing::logit_value(__ushort_as_bfloat16(__ldcg(
+                                           static_cast<const unsigned short*>(r.logits) + e)))
+                                     : __ldcg(static_cast<const float*>(r.logits) + e));
+}
+
+// The biased methods' keys order_key(sigmoid(s') + b) into keys [E] (shared memory), spread over
+// the CTA's threads (nthreads of them call it): ~90 instructions of exact math per expert, which
+// one warp would run 12 deep at E = 384. route_expert_row's arithmetic, so the same keys.
+__device__ __forceinline__ void static_self_route_keys(const StaticSelfRoute& r, uint32_t* keys,
+                                                       int nthreads) {
+  for (int e = threadIdx.x; e < r.num_experts; e += nthreads) {
+    const float s = static_self_route_logit(r, e);
+    const float b = __ldcg(r.bias + e);
+    keys[e] = routing::order_key(routing::nan_as_neg_inf(exact::add(exact::sigmoid(s), b)));
+  }
+}
+
 // Every lane of one warp calls it; the CTA's threads read the list after a barrier. The keys and
-// the selection are route_token's (route_kernel.cuh: order_key of s' = NaN ? -inf : logit, then
-// warp_top_k), so the ids are the route + plan kernel's, ties and NaN included. Task j of the
-// list: the local expert of the j-th smallest group among those picked (a plan group's rows
-// follow group order, one row each at one token), then the shared experts, each one row of the
-// token: static_build_tasks' list for the plan of these ids. The logits are read through L2
-// (ld.global.cg): they come from a kernel that completed before this one launched.
-inline __device__ __noinline__ void static_self_route_warp(const StaticSelfRoute r) {
+// the selection are route_token's (route_kernel.cuh: order_key of s', or for the biased methods
+// the keys static_self_route_keys wrote into keys before a barrier; then warp_top_k), so the
+// ids are the route + plan kernel's, ties and NaN included. Task j of the list: the local expert
+// of the j-th smallest group among those picked (a plan group's rows follow group order, one row
+// each at one token), then the shared experts, each one row of the token: static_build_tasks'
+// list for the plan of these ids.
+inline __device__ __noinline__ void static_self_route_warp(const StaticSelfRoute r,
+                                                           const uint32_t* keys) {
   using namespace routing;
   constexpr int kPer = kStaticSelfRouteMaxExperts / 32;
   const int lane = threadIdx.x & 31;
@@ -39,13 +61,9 @@ inline __device__ __noinline__ void static_self_route_warp(const StaticSelfRoute
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int e = lane + 32 * j;
-    float s = 0.0f;
-    if (e < r.num_experts) {
-      s = r.logits_bf16 ? logit_value(__ushort_as_bfloat16(
-                              __ldcg(static_cast<const unsigned short*>(r.logits) + e)))
-                        : __ldcg(static_cast<const float*>(r.logits) + e);
-    }
-    key[j] = e < r.num_experts ? order_key(nan_as_neg_inf(s)) : kNoCandidate;
+    key[j] = e >= r.num_experts  ? kNoCandidate
+             : r.bias != nullptr ? keys[e]
+                                 : order_key(static_self_route_logit(r, e));
   }
   int id = -1;  // lane j < top_k: the expert of slot j
   warp_top_k(key, r.top_k, [&](int slot, int index) {

@@ -29,6 +29,9 @@ constexpr int kStaticSelfRouteMaxTasks = 64;
 struct StaticSelfRoute {
   const void* logits = nullptr;  // device [1, E]: f32, or bf16 when logits_bf16
   bool logits_bf16 = false;
+  // The biased methods (DeepSeek-V3 without its group stage, MiniMax) select on
+  // sigmoid(s') + bias[e]: device [E] f32; null for the others.
+  const float* bias = nullptr;
   int num_experts = 0;  // E, top_k <= E <= kStaticSelfRouteMaxExperts
   int top_k = 0;
   // The EP-local routed experts [local_first, local_first + local_count) are plan groups
@@ -37,12 +40,28 @@ struct StaticSelfRoute {
   int num_shared = 0;
 };
 
-// Routing methods that select on the raw logits (route_token: key = order_key(s') for softmax,
-// top-k-softmax, llama4 and sigmoid-top-k); the biased ones select on sigmoid(s') + b and
-// DeepSeek-V3 adds its group stage, which GEMM1 does not repeat.
-constexpr bool static_self_route_method(RoutingMethod m) {
-  return m == RoutingMethod::kSoftmaxTopK || m == RoutingMethod::kTopKSoftmax ||
-         m == RoutingMethod::kLlama4 || m == RoutingMethod::kSigmoidTopK;
+// Routing methods whose selection GEMM1 repeats (route_token's keys): order_key(s') for softmax,
+// top-k-softmax, llama4 and sigmoid-top-k; order_key(sigmoid(s') + b) for MiniMax and for
+// DeepSeek-V3 when its group stage keeps every group (topk_group >= n_group, e.g. kimi-k2's one
+// group). A group stage that drops groups is not repeated: that routing stays in the prefix.
+constexpr bool static_self_route_method(const RoutingConfig& r) {
+  switch (r.method) {
+    case RoutingMethod::kSoftmaxTopK:
+    case RoutingMethod::kTopKSoftmax:
+    case RoutingMethod::kLlama4:
+    case RoutingMethod::kSigmoidTopK:
+    case RoutingMethod::kMiniMax:
+      return true;
+    case RoutingMethod::kDeepSeekV3:
+      return r.topk_group >= r.n_group;
+    default:
+      return false;
+  }
+}
+
+// Whether the method's keys are sigmoid(s') + bias (StaticSelfRoute::bias needed).
+constexpr bool static_self_route_biased(RoutingMethod m) {
+  return m == RoutingMethod::kDeepSeekV3 || m == RoutingMethod::kMiniMax;
 }
 
 // Formats whose GEMM1 needs nothing from the prefix but the task list: the register-ring
@@ -64,10 +83,10 @@ constexpr bool static_self_route_shape_fits(StaticFormat f, int64_t tokens, int 
 
 // Whether a call can let GEMM1 route (the switch and the launch's own conditions are the host
 // launcher's: static_moe.h, static_self_route_applies).
-constexpr bool static_self_route_fits(StaticFormat f, RoutingMethod m, int64_t tokens,
-                                      int num_experts, int top_k, int num_shared) {
-  return static_self_route_method(m) &&
-         static_self_route_shape_fits(f, tokens, num_experts, top_k, num_shared);
+constexpr bool static_self_route_fits(StaticFormat f, const RoutingConfig& r, int64_t tokens,
+                                      int num_shared) {
+  return static_self_route_method(r) &&
+         static_self_route_shape_fits(f, tokens, r.num_experts, r.top_k, num_shared);
 }
 
 // The task list of one token routed to ids[0..top_k) (distinct experts), as the device builds
