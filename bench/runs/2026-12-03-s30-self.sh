@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 30, call 2: GEMM1 routes a one-token call itself (static_self_route.h). Stages: build;
 # the new GPU test, then the static and layer GPU tests; rows, static path, self-route off / on
-# (SERVEKIT_STATIC_SELF_ROUTE=0 / 1), two rounds, on the presets it reaches (qwen3-235b int4,
-# gpt-oss mxfp4, kimi-k2 int4: DeepSeek-V3 routing with one group, the biased keys); the stamps
+# (SERVEKIT_STATIC_SELF_ROUTE=0 / 1), two rounds, on the presets it reaches (qwen3-235b int4 and
+# bf16, gpt-oss mxfp4, qwen3-30b bf16; kimi-k2 int4, DeepSeek-V3 routing with one group, the
+# biased keys, one round); the stamps
 # of qwen3-235b int4 at 1 token both ways; memcheck of the new test; then the whole GPU suite
 # with what is left.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-03-s30-self.sh
@@ -25,12 +26,18 @@ say "static + layer tests rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$W/test-static
 grep -E "^\[  FAILED" "$W/test-static.log" | head -20 >>"$W/$WORK_NAME.txt"
 SK="--routing uniform --path static"
 SMALL="--preset qwen3-235b-a22b --quant int4_w4a16 --tokens 1,8 $SK --then --preset gpt-oss-120b
-  --quant mxfp4_w4a16 --tokens 1,8 $SK --then --preset kimi-k2 --quant int4_w4a16 --tokens 1,8 $SK"
+  --quant mxfp4_w4a16 --tokens 1,8 $SK --then --preset qwen3-30b-a3b --quant bf16 --tokens 1,8 $SK
+  --then --preset qwen3-235b-a22b --quant bf16 --tokens 1 $SK"
 for round in 1 2; do
   for v in 0 1; do
     # shellcheck disable=SC2086
     bench_row "r$round-self$v" SERVEKIT_STATIC_SELF_ROUTE=$v -- $SMALL
   done
+done
+for v in 0 1; do
+  # shellcheck disable=SC2086
+  bench_row "kimi-self$v" SERVEKIT_STATIC_SELF_ROUTE=$v -- \
+    --preset kimi-k2 --quant int4_w4a16 --tokens 1,8 $SK
 done
 for v in 0 1; do
   # shellcheck disable=SC2086

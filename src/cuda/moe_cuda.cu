@@ -424,8 +424,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
     cuda::static_moe::StaticTaskBuild tb;
     if (static_path) {
       tb = cuda::static_task_build(static_desc_, static_ws_.get(), in.hidden.data, tokens);
-      // One token of a 4-bit format: GEMM1 routes it itself and launches at the route + plan
-      // kernel's start (static_self_route.h).
+      // One token of bf16 or a 4-bit format: GEMM1 routes it itself and launches at the route +
+      // plan kernel's start (static_self_route.h).
       if (tb.tasks != nullptr &&
           cuda::static_self_route_applies(static_desc_, cfg_.routing, tokens)) {
         self_route.logits = in.router_logits.data;

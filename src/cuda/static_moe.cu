@@ -392,7 +392,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
            sm::static_self_route_shape_fits(f, a.tokens, sr.num_experts, sr.top_k, sr.num_shared) &&
            sr.top_k == d.top_k && sr.num_shared == d.num_shared &&
            sr.local_count == d.num_groups - d.num_shared && sr.local_first >= 0),
-      "static moe: self_route needs tasks_built, one token, a 4-bit format, top_k <= E <= ",
+      "static moe: self_route needs tasks_built, one token, bf16 or a 4-bit format, top_k <= E <= ",
       sm::kStaticSelfRouteMaxExperts,
       " and the desc's top_k, num_shared and local experts (got "
       "tokens=",

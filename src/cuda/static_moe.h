@@ -75,9 +75,9 @@ struct StaticMoEArgs {
 };
 
 // Whether a call of `tokens` tokens routed by `routing` lets GEMM1 route itself
-// (static_self_route.h's formats, methods and sizes: one token of a 4-bit format, a method whose
-// selection it repeats), unless SERVEKIT_STATIC_SELF_ROUTE=0 (read at every call; 1 or unset: on
-// where it fits).
+// (static_self_route.h's formats, methods and sizes: one token of bf16 or a 4-bit format, a method
+// whose selection it repeats), unless SERVEKIT_STATIC_SELF_ROUTE=0 (read at every call; 1 or unset:
+// on where it fits).
 bool static_self_route_applies(const StaticMoEDesc& d, const RoutingConfig& routing,
                                int64_t tokens);
 

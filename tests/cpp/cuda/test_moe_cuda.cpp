@@ -751,7 +751,7 @@ TEST(MoECuda, NaNInATokenReachesOnlyItsOutput) {
     }
 }
 
-// One token of a 4-bit format on the static path: GEMM1 routes the token itself
+// One token of bf16 or a 4-bit format on the static path: GEMM1 routes the token itself
 // (static_self_route.h) while the route + plan kernel builds the plan for GEMM2 and the combine.
 // Each case against the reference with it on (the default) and off
 // (SERVEKIT_STATIC_SELF_ROUTE=0): the four methods that select on the raw logits and the two
@@ -784,6 +784,10 @@ TEST(MoECuda, StaticSelfRoutedGemm1) {
        Logits::kTied},
       {QuantMethod::kInt4W4A16, 64, RoutingMethod::kSoftmaxTopK, 64, 6, 0, 0, -1, true,
        Logits::kTiedNaN},
+      // bf16 (the shared-memory ring kernel), with an EP-local range.
+      {QuantMethod::kBF16, 128, RoutingMethod::kSoftmaxTopK, 128, 8, 1, 32, 64, false,
+       Logits::kRandom},
+      {QuantMethod::kBF16, 128, RoutingMethod::kTopKSoftmax, 8, 2, 0, 0, -1, true, Logits::kRandom},
       // The biased methods: sigmoid(s') + b, DeepSeek-V3 with one group as kimi-k2's.
       {QuantMethod::kInt4W4A16, 128, RoutingMethod::kDeepSeekV3, 384, 8, 1, 200, 48, false,
        Logits::kBoostLocal},

@@ -24,7 +24,7 @@ RoutingConfig routing(RoutingMethod m, int experts, int top_k, int n_group = 1,
   return r;
 }
 
-TEST(StaticSelfRoute, AppliesToOneTokenOfA4BitFormatWithARepeatableSelection) {
+TEST(StaticSelfRoute, AppliesToOneTokenOfBf16Or4BitWithARepeatableSelection) {
   const StaticFormat f = StaticFormat::kInt4G128;
   const RoutingMethod m = RoutingMethod::kSoftmaxTopK;
   EXPECT_TRUE(static_self_route_fits(f, routing(m, 128, 8), 1, 0));
@@ -35,11 +35,10 @@ TEST(StaticSelfRoute, AppliesToOneTokenOfA4BitFormatWithARepeatableSelection) {
   EXPECT_FALSE(static_self_route_fits(f, routing(m, 513, 8), 1, 0));  // 16 logits per lane
   EXPECT_FALSE(static_self_route_fits(f, routing(m, 4, 8), 1, 0));    // top_k > E
   EXPECT_FALSE(static_self_route_fits(f, routing(m, 128, 33), 1, 0));
-  for (StaticFormat g : {StaticFormat::kMXFP4, StaticFormat::kNVFP4, StaticFormat::kInt4G32,
-                         StaticFormat::kInt4G64, StaticFormat::kInt4G128})
+  for (StaticFormat g : {StaticFormat::kBF16, StaticFormat::kMXFP4, StaticFormat::kNVFP4,
+                         StaticFormat::kInt4G32, StaticFormat::kInt4G64, StaticFormat::kInt4G128})
     EXPECT_TRUE(static_self_route_fits(g, routing(m, 128, 8), 1, 1));
-  for (StaticFormat g :
-       {StaticFormat::kBF16, StaticFormat::kFP8PerTensor, StaticFormat::kFP8Block128})
+  for (StaticFormat g : {StaticFormat::kFP8PerTensor, StaticFormat::kFP8Block128})
     EXPECT_FALSE(static_self_route_fits(g, routing(m, 128, 8), 1, 1));
   for (RoutingMethod r :
        {RoutingMethod::kSoftmaxTopK, RoutingMethod::kTopKSoftmax, RoutingMethod::kLlama4,

@@ -345,9 +345,9 @@ __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p
 // planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
 // into shared memory for the fix-up (by the compute threads; visible to them after the barrier
 // that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
-// kMaySelfRoute (the register-ring GEMM1): with p.self_route set, no wait and no trigger here;
-// warp 0 routes the token and builds the task list in shared memory instead (static_gemm_kernel
-// waits and triggers after its k-loops), and the partition is the uniform one.
+// kMaySelfRoute (GEMM1): with p.self_route set, no wait and no trigger here; warp 0 routes the
+// token and builds the task list in shared memory instead (the kernel waits and triggers after
+// its k-loops), and the partition is the uniform one. Every thread of the CTA calls it.
 template <bool kDown, bool kMaySelfRoute = false>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
@@ -360,7 +360,7 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
       extern __shared__ __align__(16) uint8_t static_dyn_smem[];
       uint32_t* keys = reinterpret_cast<uint32_t*>(static_dyn_smem);
       if (p.self_route.bias != nullptr) {
-        static_self_route_keys(p.self_route, keys, kStaticThreads);
+        static_self_route_keys(p.self_route, keys, static_cast<int>(blockDim.x));
         __syncthreads();
       }
       if (threadIdx.x < 32) static_self_route_warp(p.self_route, keys);

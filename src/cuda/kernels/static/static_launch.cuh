@@ -83,8 +83,6 @@ void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
                  " must be in [1, ", static_grid<F>(), "]");
   const int grid1 = l.grid1 > 0 ? l.grid1 : grid;
   SERVEKIT_CHECK(grid1 <= grid, "static moe: GEMM1's grid ", grid1, " exceeds ", grid);
-  SERVEKIT_CHECK(l.gemm1.self_route.logits == nullptr || !StaticKernels<F>::kRing,
-                 "static moe: a self-routed GEMM1 needs the register-ring kernel");
   l.gemm2.amax_in_count = grid;
   using K = StaticKernels<F>;
   launch_pdl(K::gemm(false), grid1, K::kThreads, K::kSmem, l.pdl, stream, l.gemm1);

@@ -64,12 +64,12 @@ constexpr bool static_self_route_biased(RoutingMethod m) {
   return m == RoutingMethod::kDeepSeekV3 || m == RoutingMethod::kMiniMax;
 }
 
-// Formats whose GEMM1 needs nothing from the prefix but the task list: the register-ring
-// kernels (static_gemm.cuh) of the 4-bit formats. Not bf16 (the shared-memory ring kernel), not
-// fp8_per_tensor (x's amax comes from the prefix), not fp8_block128 (its planner quantizes x).
+// Formats whose GEMM1 needs nothing from the prefix but the task list: bf16 (the shared-memory
+// ring kernel) and the 4-bit formats (the register ring). Not fp8_per_tensor (x's amax comes
+// from the prefix), not fp8_block128 (its planner quantizes x).
 constexpr bool static_self_route_format(StaticFormat f) {
-  return f == StaticFormat::kMXFP4 || f == StaticFormat::kNVFP4 || f == StaticFormat::kInt4G32 ||
-         f == StaticFormat::kInt4G64 || f == StaticFormat::kInt4G128;
+  return f == StaticFormat::kBF16 || f == StaticFormat::kMXFP4 || f == StaticFormat::kNVFP4 ||
+         f == StaticFormat::kInt4G32 || f == StaticFormat::kInt4G64 || f == StaticFormat::kInt4G128;
 }
 
 // Whether GEMM1 of format f can route a call of `tokens` tokens over num_experts experts, top_k
