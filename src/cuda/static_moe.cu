@@ -528,11 +528,9 @@ std::string static_diag_times_report() {
       sm::static_diag_format(slots, kDiagMaxGrid, g_diag_grid,
                              diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) >= 2, g_diag_grid1);
   g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
-  // The prefix kernels' regions too: a later row whose prefix is another kernel (the planner
-  // instead of route + plan) must not report this row's stamps.
-  SERVEKIT_CUDA_CHECK(
-      cudaMemset(g_diag_times + 2 * static_cast<size_t>(kDiagMaxGrid) * sm::kStaticDiagSlots, 0,
-                 sm::kPrefixKernels * sm::kStaticDiagSlots * sizeof(uint64_t)));
+  // Every slot: a later row whose prefix is another kernel (the planner instead of route +
+  // plan), or whose GEMM1 does not route itself, must not report this row's stamps.
+  SERVEKIT_CUDA_CHECK(cudaMemset(g_diag_times, 0, kDiagSlotsTotal * sizeof(uint64_t)));
   return r;
 }
 

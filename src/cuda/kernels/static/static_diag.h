@@ -73,6 +73,22 @@ inline std::string static_diag_format(const std::vector<uint64_t>& slots, int ma
                     gemm + 1, names[s], v.front(), q(1), q(5), q(9), v.back());
       r += line;
     }
+  // A self-routed GEMM1's extra stamps (keys in, task list in), where written.
+  const char* self_names[2] = {"self keys in", "self tasks in"};
+  for (int s = 0; s < 2; ++s) {
+    std::vector<double> v;
+    for (int c = 0; c < grids[0]; ++c)
+      if (at(0, c, ns + 2 + s) != 0) v.push_back(us(0, c, ns + 2 + s));
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    const int n = static_cast<int>(v.size());
+    auto q = [&](int num) { return v[static_cast<size_t>(n * num / 10)]; };
+    std::snprintf(line, sizeof(line),
+                  "diag-times gemm1 %-12s us from gemm1 release: min %8.2f p10 %8.2f p50 %8.2f "
+                  "p90 %8.2f max %8.2f\n",
+                  self_names[s], v.front(), q(1), q(5), q(9), v.back());
+    r += line;
+  }
   if (per_cta)
     for (int gemm = 0; gemm < 2; ++gemm)
       for (int c = 0; c < grids[gemm]; ++c) {

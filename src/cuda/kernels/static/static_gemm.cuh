@@ -356,15 +356,15 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
     if (p.shared_prefetch != 0 && threadIdx.x == 0) static_shared_prefetch(p);
     if constexpr (kMaySelfRoute) self = p.self_route.logits != nullptr;
     if (self) {
-      // The biased methods' keys, in the dynamic shared memory the first unit stages into later.
+      // The keys, in the dynamic shared memory the first unit stages into later.
       extern __shared__ __align__(16) uint8_t static_dyn_smem[];
       uint32_t* keys = reinterpret_cast<uint32_t*>(static_dyn_smem);
-      if (p.self_route.bias != nullptr) {
-        static_self_route_keys(p.self_route, keys, static_cast<int>(blockDim.x));
-        __syncthreads();
-      }
+      static_self_route_keys(p.self_route, keys, static_cast<int>(blockDim.x));
+      __syncthreads();
+      static_diag_stamp(p, kStaticDiagStamps + 2);  // diagnostic: the keys are in
       if (threadIdx.x < 32) static_self_route_warp(p.self_route, keys);
       __syncthreads();  // the task list, before every thread reads it (and the keys are done)
+      static_diag_stamp(p, kStaticDiagStamps + 3);  // diagnostic: the task list is in
     } else {
       pdl_wait();
       pdl_trigger();

@@ -111,7 +111,8 @@ struct StaticGemmParams {
 
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
 constexpr int kStaticDiagStamps = 4;
-constexpr int kStaticDiagSlots = 8;  // the stamps, SM id, units, two spare
+// The stamps, SM id, units, and a self-routed GEMM1's two more (keys in, task list in).
+constexpr int kStaticDiagSlots = 8;
 
 // The prefix kernels' stamps (SERVEKIT_DIAG_STATIC_TIMES), CTA 0 of the one-CTA route + plan
 // kernel and of the static planner, one kStaticDiagSlots region each after the GEMMs':

@@ -33,25 +33,26 @@ __device__ __forceinline__ float static_self_route_logit(const StaticSelfRoute& 
                                      : __ldcg(static_cast<const float*>(r.logits) + e));
 }
 
-// The biased methods' keys order_key(sigmoid(s') + b) into keys [E] (shared memory), spread over
-// the CTA's threads (nthreads of them call it): ~90 instructions of exact math per expert, which
-// one warp would run 12 deep at E = 384. route_expert_row's arithmetic, so the same keys.
+// The selection keys into keys [E] (shared memory), spread over the CTA's threads (nthreads of
+// them call it): route_token's, order_key(s') for the unbiased methods and for the biased ones
+// order_key(sigmoid(s') + b) (~90 instructions of exact math per expert, which one warp would
+// run 12 deep at E = 384; route_expert_row's arithmetic, so the same keys).
 __device__ __forceinline__ void static_self_route_keys(const StaticSelfRoute& r, uint32_t* keys,
                                                        int nthreads) {
   for (int e = threadIdx.x; e < r.num_experts; e += nthreads) {
     const float s = static_self_route_logit(r, e);
-    const float b = __ldcg(r.bias + e);
-    keys[e] = routing::order_key(routing::nan_as_neg_inf(exact::add(exact::sigmoid(s), b)));
+    keys[e] = r.bias == nullptr ? routing::order_key(s)
+                                : routing::order_key(routing::nan_as_neg_inf(
+                                      exact::add(exact::sigmoid(s), __ldcg(r.bias + e))));
   }
 }
 
-// Every lane of one warp calls it; the CTA's threads read the list after a barrier. The keys and
-// the selection are route_token's (route_kernel.cuh: order_key of s', or for the biased methods
-// the keys static_self_route_keys wrote into keys before a barrier; then warp_top_k), so the
-// ids are the route + plan kernel's, ties and NaN included. Task j of the list: the local expert
-// of the j-th smallest group among those picked (a plan group's rows follow group order, one row
-// each at one token), then the shared experts, each one row of the token: static_build_tasks'
-// list for the plan of these ids.
+// Every lane of one warp calls it, after a barrier behind static_self_route_keys; the CTA's
+// threads read the list after another. The keys and the selection (warp_top_k) are
+// route_token's, so the ids are the route + plan kernel's, ties and NaN included. Task j of the
+// list: the local expert of the j-th smallest group among those picked (a plan group's rows
+// follow group order, one row each at one token), then the shared experts, each one row of the
+// token: static_build_tasks' list for the plan of these ids.
 inline __device__ __noinline__ void static_self_route_warp(const StaticSelfRoute r,
                                                            const uint32_t* keys) {
   using namespace routing;
@@ -61,9 +62,7 @@ inline __device__ __noinline__ void static_self_route_warp(const StaticSelfRoute
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int e = lane + 32 * j;
-    key[j] = e >= r.num_experts  ? kNoCandidate
-             : r.bias != nullptr ? keys[e]
-                                 : order_key(static_self_route_logit(r, e));
+    key[j] = e < r.num_experts ? keys[e] : kNoCandidate;
   }
   int id = -1;  // lane j < top_k: the expert of slot j
   warp_top_k(key, r.top_k, [&](int slot, int index) {
