@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RAN in session 30 at d9a2094 (ab/2026-12-03-s30-self, what came back: the rest was over the
+# file-count limit): correct (GPU suite 139/139, memcheck clean), slower at one token; the code
+# is now bench/runs/self-route.patch (apply it to run this again).
 # Session 30, call 2: GEMM1 routes a one-token call itself (static_self_route.h). Stages: build;
 # the new GPU test, then the static and layer GPU tests; rows, static path, self-route off / on
 # (SERVEKIT_STATIC_SELF_ROUTE=0 / 1), two rounds, on the presets it reaches (qwen3-235b int4 and

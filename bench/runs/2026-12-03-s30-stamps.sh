@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# RAN in session 30 at eaeb442 (ab/2026-12-03-s30-stamps) and at b869569 with the self-route
+# stamps (ab/2026-12-03-s30-stamps2); the code is now bench/runs/self-route.patch.
 # Session 30, call 3: why the self-routed GEMM1 measured 4-7 us slower at one token (call 2). The
 # stamps (SERVEKIT_DIAG_STATIC_TIMES=1) off / on: does the route + plan kernel, now running while
 # GEMM1 streams, finish after GEMM1's k-loops (GEMM1 waits for it before GEMM2 may launch)?

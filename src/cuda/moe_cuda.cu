@@ -409,7 +409,6 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   const int64_t tokens = in.hidden.size(0);
   const bool static_path = use_static(tokens);
   bool tasks_built = false;
-  cuda::static_moe::StaticSelfRoute self_route;  // logits null: GEMM1 reads the prefix's tasks
   const float* weights = nullptr;
   if (cfg_.routing.method == RoutingMethod::kPrecomputed) {
     weights = in.topk_weights.ptr<float>();
@@ -422,24 +421,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
     // On the static path the same launch builds the static task list and prepares the input
     // (static_moe.h: static_task_build), which saves the planner's launch.
     cuda::static_moe::StaticTaskBuild tb;
-    if (static_path) {
+    if (static_path)
       tb = cuda::static_task_build(static_desc_, static_ws_.get(), in.hidden.data, tokens);
-      // One token of bf16 or a 4-bit format: GEMM1 routes it itself and launches at the route +
-      // plan kernel's start (static_self_route.h).
-      if (tb.tasks != nullptr &&
-          cuda::static_self_route_applies(static_desc_, cfg_.routing, tokens)) {
-        self_route.logits = in.router_logits.data;
-        self_route.logits_bf16 = in.router_logits.dtype == DType::kBF16;
-        self_route.bias =
-            cuda::static_moe::static_self_route_biased(cfg_.routing.method) ? bias : nullptr;
-        self_route.num_experts = cfg_.routing.num_experts;
-        self_route.top_k = top_k_;
-        self_route.local_first = cfg_.experts.local_expert_offset;
-        self_route.local_count = num_local_;
-        self_route.num_shared = num_shared_;
-        tb.late_trigger = false;
-      }
-    }
     tasks_built = cuda::launch_route_and_plan(
         cfg_.routing, in.router_logits.data, in.router_logits.dtype, bias, tokens,
         ids_.get<int32_t>(), weights_.get<float>(), cfg_.experts.local_expert_offset, num_local_,
@@ -450,7 +433,6 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   if (static_path) {
     cuda::StaticMoEArgs a;
     a.tasks_built = tasks_built;
-    if (tasks_built) a.self_route = self_route;
     a.experts = static_table_.get<cuda::StaticExpertPtrs>();
     a.w13_bias = has_b13_.load() ? b13_.get<float>() : nullptr;
     a.w2_bias = has_b2_.load() ? b2_.get<float>() : nullptr;

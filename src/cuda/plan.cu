@@ -181,11 +181,9 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
     tasks = *static_tasks;
   }
   // The next kernel launches once the routing is done (StaticTaskBuild::late_trigger), or at
-  // the kernel's start when the caller asks for it (a self-routed static GEMM1, which needs
-  // nothing from this launch) or under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1, read
-  // at every launch (docs/static_moe.md).
-  tasks.late_trigger = (static_tasks == nullptr || static_tasks->late_trigger) &&
-                       env_int("SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER", 0, 1, 0) == 0;
+  // the kernel's start under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1, read at every
+  // launch (docs/static_moe.md).
+  tasks.late_trigger = env_int("SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER", 0, 1, 0) == 0;
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
     using V = decltype(v);
     const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;

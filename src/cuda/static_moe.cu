@@ -45,7 +45,6 @@ constexpr size_t kDiagSlotsTotal =
 uint64_t* g_diag_times = nullptr;
 int g_diag_device = -1;  // where g_diag_times lives: other devices' launches are not stamped
 int g_diag_grid = 0;
-int g_diag_grid1 = 0;  // GEMM1's, when it differs (self-routed)
 
 // The stamp region of prefix kernel k when this launch is stamped, else null.
 uint64_t* diag_prefix_slots(sm::StaticPrefixKernel k) {
@@ -324,14 +323,6 @@ static bool tasks_in_route(StaticFormat f) {
   return f != StaticFormat::kFP8Block128;
 }
 
-bool static_self_route_applies(const StaticMoEDesc& d, const RoutingConfig& routing,
-                               int64_t tokens) {
-  const StaticFormat f = static_format(d.quant);
-  return tasks_in_route(f) && routing.top_k == d.top_k &&
-         sm::static_self_route_fits(f, routing, tokens, d.num_shared) &&
-         env_int("SERVEKIT_STATIC_SELF_ROUTE", 0, 1, 1) == 1;
-}
-
 static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
                                               const void* hidden, int64_t tokens) {
   validate_static_desc(d);
@@ -384,21 +375,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
                  quant_name(d.quant.method),
                  " (static_task_build returns no tasks for it: its planner prepares the input)");
 
-  const sm::StaticSelfRoute& sr = a.self_route;
-  const bool self_route = sr.logits != nullptr;
-  SERVEKIT_CHECK(
-      !self_route ||
-          (a.tasks_built &&
-           sm::static_self_route_shape_fits(f, a.tokens, sr.num_experts, sr.top_k, sr.num_shared) &&
-           sr.top_k == d.top_k && sr.num_shared == d.num_shared &&
-           sr.local_count == d.num_groups - d.num_shared && sr.local_first >= 0),
-      "static moe: self_route needs tasks_built, one token, bf16 or a 4-bit format, top_k <= E <= ",
-      sm::kStaticSelfRouteMaxExperts,
-      " and the desc's top_k, num_shared and local experts (got "
-      "tokens=",
-      a.tokens, ", E=", sr.num_experts, ", top_k=", sr.top_k, ", num_shared=", sr.num_shared,
-      ", local_count=", sr.local_count, ")");
-
   const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP", 3);
   if (diag_stop == 1) return;
   // The input's preparation, by the route + plan launch (tasks_built) or here by the planner's
@@ -425,13 +401,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   sm::StaticLaunch l;
   l.pdl = a.pdl;
   l.grid = grid;
-  // A self-routed GEMM1 launches while the one-CTA route + plan kernel runs, which holds a whole
-  // SM (1024 threads); its CTAs would wait for that SM and start ~9 us late, so GEMM1 leaves it
-  // one SM's CTAs (GEMM2 keeps the full grid and the prefix's partition table).
-  l.grid1 = self_route ? std::max(1, grid - std::max(1, grid / sms)) : grid;
   l.gemm1 = gemm_params(w, a, g13);
-  l.gemm1.cta_begins = self_route ? nullptr : partition.begins;  // null: the uniform partition
-  l.gemm1.self_route = sr;
+  l.gemm1.cta_begins = partition.begins;  // null: the uniform partition
   l.gemm1.x = static_cast<const uint16_t*>(a.hidden);
   l.gemm1.xq = w.xq;
   l.gemm1.xs = w.xs;
@@ -501,7 +472,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   if (g_diag_times != nullptr && diag_dev == g_diag_device &&
       diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) > 0) {
     g_diag_grid = grid;
-    g_diag_grid1 = l.grid1;
     if (g_diag_grid <= kDiagMaxGrid) {
       l.gemm1.diag_times = g_diag_times;
       l.gemm2.diag_times = g_diag_times + kDiagMaxGrid * sm::kStaticDiagSlots;
@@ -524,13 +494,14 @@ std::string static_diag_times_report() {
   std::vector<uint64_t> slots(kDiagSlotsTotal);
   SERVEKIT_CUDA_CHECK(cudaMemcpy(slots.data(), g_diag_times, slots.size() * sizeof(uint64_t),
                                  cudaMemcpyDeviceToHost));
-  const std::string r =
-      sm::static_diag_format(slots, kDiagMaxGrid, g_diag_grid,
-                             diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) >= 2, g_diag_grid1);
+  const std::string r = sm::static_diag_format(slots, kDiagMaxGrid, g_diag_grid,
+                                               diag_env("SERVEKIT_DIAG_STATIC_TIMES", 2) >= 2);
   g_diag_grid = 0;  // reported once: a later dynamic-path row prints nothing
-  // Every slot: a later row whose prefix is another kernel (the planner instead of route +
-  // plan), or whose GEMM1 does not route itself, must not report this row's stamps.
-  SERVEKIT_CUDA_CHECK(cudaMemset(g_diag_times, 0, kDiagSlotsTotal * sizeof(uint64_t)));
+  // The prefix kernels' regions too: a later row whose prefix is another kernel (the planner
+  // instead of route + plan) must not report this row's stamps.
+  SERVEKIT_CUDA_CHECK(
+      cudaMemset(g_diag_times + 2 * static_cast<size_t>(kDiagMaxGrid) * sm::kStaticDiagSlots, 0,
+                 sm::kPrefixKernels * sm::kStaticDiagSlots * sizeof(uint64_t)));
   return r;
 }
 

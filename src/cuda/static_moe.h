@@ -66,20 +66,7 @@ struct StaticMoEArgs {
   // launch_route_and_plan built them into static_task_build(d, workspace, hidden, tokens) and
   // returned true. Then no planner is launched.
   bool tasks_built = false;
-  // GEMM1 routes the call's one token itself (static_self_route.h), or logits == nullptr: it
-  // reads the prefix's task list. Only where static_self_route_applies() said so, with
-  // tasks_built and the route + plan launch's early trigger (StaticTaskBuild::late_trigger =
-  // false, so GEMM1 launches at its start); throws otherwise. num_shared, local_count and
-  // top_k must be the desc's; bias is set exactly for the biased methods.
-  static_moe::StaticSelfRoute self_route;
 };
-
-// Whether a call of `tokens` tokens routed by `routing` lets GEMM1 route itself
-// (static_self_route.h's formats, methods and sizes: one token of bf16 or a 4-bit format, a method
-// whose selection it repeats), unless SERVEKIT_STATIC_SELF_ROUTE=0 (read at every call; 1 or unset:
-// on where it fits).
-bool static_self_route_applies(const StaticMoEDesc& d, const RoutingConfig& routing,
-                               int64_t tokens);
 
 // Where launch_route_and_plan builds the task list of the static path (in the workspace) for
 // `tokens` tokens of `hidden` (device [T, H] bf16, 16-byte aligned), with the input's

@@ -10,10 +10,6 @@
 //     grid has triggered or exited (all of them resident, so none can be starved), and they
 //     wait for this grid's completion before reading anything.
 // Both are no-ops in a launch that did not opt in.
-// One exception to the first rule: a self-routed static GEMM1 (static_self_route.h) reads the
-// layer's inputs (x, the logits) before its wait. Its predecessor, the route + plan kernel,
-// triggers only after its own wait, so every kernel before it has completed when GEMM1 launches;
-// GEMM1 reads nothing the route + plan kernel writes, and waits for it before it triggers.
 #pragma once
 
 namespace servekit::cuda {

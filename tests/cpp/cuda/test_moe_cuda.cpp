@@ -18,7 +18,6 @@
 #include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
 #include "cuda/gemm_tile_config.h"
-#include "cuda/static_moe.h"
 #include "gpu_test_util.h"
 #include "servekit/moe.h"
 
@@ -45,8 +44,6 @@ struct Case {
   int sample = 0;                 // tokens checked against the reference (0 = all)
   uint64_t seed = 7;
   MoEPath path = MoEPath::kDynamic;
-  bool bf16_logits = false;  // router_logits as bf16 (Inputs::logits holds their exact values)
-  int n_group = 4, topk_group = 2;  // kDeepSeekV3's group stage
 };
 
 MoEConfig make_config(const Case& c) {
@@ -55,8 +52,8 @@ MoEConfig make_config(const Case& c) {
   cfg.routing.top_k = c.top_k;
   cfg.routing.method = c.routing;
   if (c.routing == RoutingMethod::kDeepSeekV3) {
-    cfg.routing.n_group = c.n_group;
-    cfg.routing.topk_group = c.topk_group;
+    cfg.routing.n_group = 4;
+    cfg.routing.topk_group = 2;
     cfg.routing.routed_scaling_factor = 2.5f;
   }
   cfg.quant.method = c.quant;
@@ -158,8 +155,7 @@ class DeviceInputs {
   // misalign: hidden starts this many bf16 elements into its allocation (1: not 16-byte aligned).
   DeviceInputs(const Inputs& in, const Case& c, int misalign = 0)
       : hidden_(with_lead(in.hidden, misalign)),
-        logits_(c.bf16_logits ? std::vector<float>{} : in.logits),
-        logits16_(c.bf16_logits ? to_bf16(in.logits) : std::vector<uint16_t>{}),
+        logits_(in.logits),
         bias_(in.bias),
         ids_(in.ids),
         weights_(in.weights),
@@ -169,9 +165,7 @@ class DeviceInputs {
         TensorView::contiguous(hidden_.get() + misalign, DType::kBF16, {in.tokens, c.hidden}, dev);
     if (c.routing != RoutingMethod::kPrecomputed) {
       view_.router_logits =
-          c.bf16_logits
-              ? TensorView::contiguous(logits16_.get(), DType::kBF16, {in.tokens, c.experts}, dev)
-              : TensorView::contiguous(logits_.get(), DType::kF32, {in.tokens, c.experts}, dev);
+          TensorView::contiguous(logits_.get(), DType::kF32, {in.tokens, c.experts}, dev);
     }
     if (!in.bias.empty())
       view_.correction_bias = TensorView::contiguous(bias_.get(), DType::kF32, {c.experts}, dev);
@@ -187,20 +181,13 @@ class DeviceInputs {
   DeviceArray<uint16_t>& out_buffer() { return out_; }
 
  private:
-  static std::vector<uint16_t> to_bf16(const std::vector<float>& v) {
-    std::vector<uint16_t> b(v.size());
-    for (size_t i = 0; i < v.size(); ++i) b[i] = float_to_bf16(v[i]);
-    return b;
-  }
   static std::vector<uint16_t> with_lead(const std::vector<uint16_t>& v, int lead) {
     std::vector<uint16_t> out(static_cast<size_t>(lead), 0);
     out.insert(out.end(), v.begin(), v.end());
     return out;
   }
   DeviceArray<uint16_t> hidden_;
-  DeviceArray<float> logits_;
-  DeviceArray<uint16_t> logits16_;
-  DeviceArray<float> bias_;
+  DeviceArray<float> logits_, bias_;
   DeviceArray<int32_t> ids_;
   DeviceArray<float> weights_;
   DeviceArray<uint16_t> out_;
@@ -749,130 +736,6 @@ TEST(MoECuda, NaNInATokenReachesOnlyItsOutput) {
       rest.bias = in.bias;
       check_output(layer, c, rest, out_rest);
     }
-}
-
-// One token of bf16 or a 4-bit format on the static path: GEMM1 routes the token itself
-// (static_self_route.h) while the route + plan kernel builds the plan for GEMM2 and the combine.
-// Each case against the reference with it on (the default) and off
-// (SERVEKIT_STATIC_SELF_ROUTE=0): the four methods that select on the raw logits and the two
-// biased ones (DeepSeek-V3 with one group as kimi-k2, MiniMax), bf16 logits,
-// E = 512 (16 logits a lane) with K = 32 and an EP-local range holding only some picks, a local
-// range holding none of them (GEMM1 has no task: the output is the shared expert's), tied
-// logits (the lowest indices win on both sides) and NaN logits (read as -inf). Graph replay
-// equals the eager run, bit for bit.
-TEST(MoECuda, StaticSelfRoutedGemm1) {
-  SERVEKIT_REQUIRE_GPU();
-  enum class Logits { kRandom, kBoostLocal, kTied, kTiedNaN };
-  struct Sub {
-    QuantMethod q;
-    int group;
-    RoutingMethod m;
-    int experts, top_k, shared, local_offset, local_count;
-    bool bf16;
-    Logits logits;
-  };
-  const Sub subs[] = {
-      {QuantMethod::kInt4W4A16, 128, RoutingMethod::kSoftmaxTopK, 128, 8, 1, 0, -1, false,
-       Logits::kRandom},
-      {QuantMethod::kMXFP4W4A16, 128, RoutingMethod::kTopKSoftmax, 128, 4, 0, 0, -1, true,
-       Logits::kRandom},
-      {QuantMethod::kNVFP4W4A16, 128, RoutingMethod::kSigmoidTopK, 512, 32, 2, 100, 64, false,
-       Logits::kBoostLocal},
-      {QuantMethod::kInt4W4A16, 32, RoutingMethod::kLlama4, 16, 1, 1, 0, -1, false,
-       Logits::kRandom},
-      {QuantMethod::kInt4W4A16, 128, RoutingMethod::kSoftmaxTopK, 64, 6, 1, 8, 32, false,
-       Logits::kTied},
-      {QuantMethod::kInt4W4A16, 64, RoutingMethod::kSoftmaxTopK, 64, 6, 0, 0, -1, true,
-       Logits::kTiedNaN},
-      // bf16 (the shared-memory ring kernel), with an EP-local range.
-      {QuantMethod::kBF16, 128, RoutingMethod::kSoftmaxTopK, 128, 8, 1, 32, 64, false,
-       Logits::kRandom},
-      {QuantMethod::kBF16, 128, RoutingMethod::kTopKSoftmax, 8, 2, 0, 0, -1, true, Logits::kRandom},
-      // The biased methods: sigmoid(s') + b, DeepSeek-V3 with one group as kimi-k2's.
-      {QuantMethod::kInt4W4A16, 128, RoutingMethod::kDeepSeekV3, 384, 8, 1, 200, 48, false,
-       Logits::kBoostLocal},
-      {QuantMethod::kMXFP4W4A16, 128, RoutingMethod::kMiniMax, 64, 6, 0, 0, -1, true,
-       Logits::kRandom},
-      {QuantMethod::kInt4W4A16, 128, RoutingMethod::kDeepSeekV3, 64, 6, 1, 0, -1, false,
-       Logits::kTiedNaN},
-  };
-  cudaStream_t stream = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  int index = 0;
-  for (const Sub& sub : subs) {
-    Case c;
-    c.quant = sub.q;
-    c.group_size = sub.group;
-    c.routing = sub.m;
-    c.experts = sub.experts;
-    c.top_k = sub.top_k;
-    c.shared = sub.shared;
-    c.local_offset = sub.local_offset;
-    c.local_count = sub.local_count;
-    c.bf16_logits = sub.bf16;
-    c.tokens = 1;
-    c.max_tokens = 8;
-    c.path = MoEPath::kStatic;
-    c.seed = 40 + index;
-    c.n_group = 1;  // DeepSeek-V3 without a group stage, which GEMM1 does not repeat
-    c.topk_group = 1;
-    SCOPED_TRACE(case_name(c) + "/sub" + std::to_string(index++));
-    MoELayer layer(make_config(c));
-    load_experts(layer, c);
-    // The layer really takes the self-routed GEMM1 here (the same rule, asked directly).
-    cuda::StaticMoEDesc d;
-    d.quant = layer.config().quant;
-    d.top_k = c.top_k;
-    d.num_shared = c.shared;
-    ASSERT_TRUE(cuda::static_self_route_applies(d, layer.config().routing, 1));
-
-    Inputs in = make_inputs(c, 1);
-    const int first = layer.config().experts.local_expert_offset;
-    switch (sub.logits) {
-      case Logits::kRandom:
-        break;
-      case Logits::kBoostLocal:  // 5 local experts on top, the rest of the 32 picks remote
-        for (int e = first; e < first + 5; ++e) in.logits[static_cast<size_t>(e)] += 8.0f;
-        break;
-      case Logits::kTied:
-        std::fill(in.logits.begin(), in.logits.end(), 0.25f);
-        break;
-      case Logits::kTiedNaN:
-        std::fill(in.logits.begin(), in.logits.end(), 0.25f);
-        for (int e : {0, 3, 17}) in.logits[static_cast<size_t>(e)] = std::nanf("");
-        break;
-    }
-    if (sub.bf16)  // the reference reads the values the bf16 logits hold
-      for (float& x : in.logits) x = bf16_to_float(float_to_bf16(x));
-    DeviceInputs dev(in, c);
-    for (const char* self : {"1", "0"}) {
-      testing::ScopedEnv env("SERVEKIT_STATIC_SELF_ROUTE", self);
-      SCOPED_TRACE(std::string("SERVEKIT_STATIC_SELF_ROUTE=") + self);
-      check_output(layer, c, in, forward(layer, dev, stream));
-    }
-    if (index == 1) {  // graph replay of the self-routed call
-      const std::vector<float> eager = forward(layer, dev, stream);
-      cudaGraph_t graph = nullptr;
-      cudaGraphExec_t exec = nullptr;
-      ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-      layer.forward(dev.inputs(), dev.out(), stream);
-      ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-      for (int replay = 0; replay < 3; ++replay) {
-        dev.out_buffer().poison();
-        ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-        ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-        std::vector<uint16_t> bits = dev.out_buffer().download();
-        bits.resize(eager.size());
-        const std::vector<float> replayed = to_float(bits);
-        EXPECT_EQ(std::memcmp(eager.data(), replayed.data(), eager.size() * sizeof(float)), 0)
-            << "replay " << replay;
-      }
-      cudaGraphExecDestroy(exec);
-      cudaGraphDestroy(graph);
-    }
-  }
-  cudaStreamDestroy(stream);
 }
 
 }  // namespace

@@ -116,27 +116,6 @@ TEST(StaticDiag, PrefixKernelsThatRanComeFirstBeforeTheRelease) {
       << l[1];
 }
 
-// A self-routed GEMM1 runs on fewer CTAs than GEMM2 (static_self_route.h): its quantiles and
-// per-CTA lines cover only its own grid, GEMM2's the whole one. CTA 2 of GEMM1 holds a stale
-// stamp far out that must not show.
-TEST(StaticDiag, Gemm1sSmallerGrid) {
-  const int grid = 3;
-  std::vector<uint64_t> t = stamps(1'000'000, grid);
-  for (int s = 0; s < kStaticDiagStamps; ++s) t[2 * kStaticDiagSlots + s] = 99'000'000;
-  const std::vector<std::string> l =
-      lines(static_diag_format(t, kMaxGrid, grid, true, /*grid1=*/2));
-  ASSERT_EQ(l.size(), 8u + 2 + 3);
-  double mx1 = 0, mx2 = 0;
-  ASSERT_EQ(std::sscanf(l[3].c_str() + l[3].find("max "), "max %lf", &mx1), 1) << l[3];
-  ASSERT_EQ(std::sscanf(l[7].c_str() + l[7].find("max "), "max %lf", &mx2), 1) << l[7];
-  EXPECT_NEAR(mx1, 3 - 1 + 0.1, 1e-9) << l[3];   // GEMM1's exit, CTAs 0-1
-  EXPECT_NEAR(mx2, 13 - 1 + 0.2, 1e-9) << l[7];  // GEMM2's exit, CTAs 0-2
-  EXPECT_EQ(l[8 + 1].rfind("diag-cta gemm1 cta    1", 0), 0u) << l[9];
-  EXPECT_EQ(l[8 + 2].rfind("diag-cta gemm2 cta    0", 0), 0u) << l[10];
-  // grid1 out of [1, grid]: GEMM1 as GEMM2.
-  EXPECT_EQ(lines(static_diag_format(t, kMaxGrid, grid, true, 4)).size(), 8u + 2 * grid);
-}
-
 TEST(StaticDiag, NothingForAnOutOfRangeGridOrShortBuffer) {
   EXPECT_EQ(static_diag_format(stamps(0, 2), kMaxGrid, 0, false), "");
   EXPECT_EQ(static_diag_format(stamps(0, 2), kMaxGrid, kMaxGrid + 1, false), "");

@@ -19,20 +19,18 @@ namespace servekit::cuda::static_moe {
 // Times are in us from GEMM1's earliest dependency release. One line per prefix kernel that ran
 // (its stamps, negative: before the release), one per (GEMM, stamp) with the quantiles over
 // CTAs, then with per_cta one line per CTA (SM id, units in its range, the four stamps). Empty
-// when grid is out of range or slots too short for the GEMMs' part. grid1: GEMM1's grid when it
-// is smaller (a self-routed GEMM1, static_self_route.h), in [1, grid]; otherwise grid.
+// when grid is out of range or slots too short for the GEMMs' part.
 inline std::string static_diag_format(const std::vector<uint64_t>& slots, int max_grid, int grid,
-                                      bool per_cta, int grid1 = 0) {
+                                      bool per_cta) {
   constexpr int ns = kStaticDiagStamps;
   if (grid <= 0 || grid > max_grid ||
       slots.size() < 2 * static_cast<size_t>(max_grid) * kStaticDiagSlots)
     return "";
-  const int grids[2] = {grid1 >= 1 && grid1 <= grid ? grid1 : grid, grid};
   auto at = [&](int gemm, int cta, int s) {
     return slots[(static_cast<size_t>(gemm) * max_grid + cta) * kStaticDiagSlots + s];
   };
   uint64_t zero = ~0ull;
-  for (int c = 0; c < grids[0]; ++c) zero = std::min(zero, at(0, c, 1));
+  for (int c = 0; c < grid; ++c) zero = std::min(zero, at(0, c, 1));
   auto us = [&](int gemm, int cta, int s) {
     return (static_cast<double>(at(gemm, cta, s)) - static_cast<double>(zero)) * 1e-3;
   };
@@ -62,36 +60,19 @@ inline std::string static_diag_format(const std::vector<uint64_t>& slots, int ma
   const char* names[ns] = {"entry", "wait done", "k-loops done", "exit"};
   for (int gemm = 0; gemm < 2; ++gemm)
     for (int s = 0; s < ns; ++s) {
-      const int n = grids[gemm];
-      std::vector<double> v(static_cast<size_t>(n));
-      for (int c = 0; c < n; ++c) v[static_cast<size_t>(c)] = us(gemm, c, s);
+      std::vector<double> v(static_cast<size_t>(grid));
+      for (int c = 0; c < grid; ++c) v[static_cast<size_t>(c)] = us(gemm, c, s);
       std::sort(v.begin(), v.end());
-      auto q = [&](int num) { return v[static_cast<size_t>(n * num / 10)]; };
+      auto q = [&](int num) { return v[static_cast<size_t>(grid * num / 10)]; };
       std::snprintf(line, sizeof(line),
                     "diag-times gemm%d %-12s us from gemm1 release: min %8.2f p10 %8.2f p50 %8.2f "
                     "p90 %8.2f max %8.2f\n",
                     gemm + 1, names[s], v.front(), q(1), q(5), q(9), v.back());
       r += line;
     }
-  // A self-routed GEMM1's extra stamps (keys in, task list in), where written.
-  const char* self_names[2] = {"self keys in", "self tasks in"};
-  for (int s = 0; s < 2; ++s) {
-    std::vector<double> v;
-    for (int c = 0; c < grids[0]; ++c)
-      if (at(0, c, ns + 2 + s) != 0) v.push_back(us(0, c, ns + 2 + s));
-    if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
-    const int n = static_cast<int>(v.size());
-    auto q = [&](int num) { return v[static_cast<size_t>(n * num / 10)]; };
-    std::snprintf(line, sizeof(line),
-                  "diag-times gemm1 %-12s us from gemm1 release: min %8.2f p10 %8.2f p50 %8.2f "
-                  "p90 %8.2f max %8.2f\n",
-                  self_names[s], v.front(), q(1), q(5), q(9), v.back());
-    r += line;
-  }
   if (per_cta)
     for (int gemm = 0; gemm < 2; ++gemm)
-      for (int c = 0; c < grids[gemm]; ++c) {
+      for (int c = 0; c < grid; ++c) {
         std::snprintf(line, sizeof(line),
                       "diag-cta gemm%d cta %4d sm %3d units %3d us %8.2f %8.2f %8.2f %8.2f\n",
                       gemm + 1, c, static_cast<int>(at(gemm, c, ns)),

@@ -17,7 +17,6 @@
 
 #include "cuda/kernels/static/static_epilogue.cuh"
 #include "cuda/kernels/static/static_loaders.cuh"
-#include "cuda/kernels/static/static_self_route.cuh"
 #include "cuda/kernels/static/static_stage.cuh"
 
 namespace servekit::cuda::static_moe {
@@ -42,20 +41,10 @@ __device__ __forceinline__ int static_unit_group(int unit, int ntasks) {
   return unit / ntasks;
 }
 
-// Task i of the CTA's list: the prefix's, or for a self-routed GEMM1 the one its first warp
-// built in shared memory (static_self_route.cuh).
-template <bool kDown>
-__device__ __forceinline__ StaticTask static_task_at(const StaticGemmParams& p, int i) {
-  if constexpr (!kDown) {
-    if (p.self_route.logits != nullptr) return static_self_tasks().tasks[i];
-  }
-  return p.tasks[i];
-}
-
 template <StaticFormat F, bool kDown>
 __device__ __forceinline__ StaticTileRef static_tile_ref(const StaticGemmParams& p, int unit,
                                                          int ntasks, int warp, int lane) {
-  const StaticTask task = static_task_at<kDown>(p, static_unit_task(unit, ntasks));
+  const StaticTask task = p.tasks[static_unit_task(unit, ntasks)];
   const int tile = static_unit_group(unit, ntasks) * kStaticWarps + warp;
   const StaticExpertPtrs e = p.experts[task.group];
   const uint8_t* base = kDown ? e.w2 : e.w13;
@@ -300,18 +289,16 @@ __device__ __forceinline__ StaticPartition static_partition() {
   return StaticPartition{static_partition_smem(), static_cast<int>(gridDim.x)};
 }
 
-// ntasks: the task count, or -1 to read the prefix's; begins: the partition table or null.
 __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParams& p, int cta,
-                                                           int grid, int ntasks,
-                                                           const int32_t* begins) {
+                                                           int grid) {
   StaticCtaRange r;
-  r.ntasks = ntasks >= 0 ? ntasks : *p.num_tasks;
+  r.ntasks = *p.num_tasks;
   r.kblocks = p.kblocks;
   r.total = r.ntasks * p.ngroups * r.kblocks;
   int s_begin = 0, s_end = 0;
-  if (begins != nullptr) {  // the table's own entries, from global memory
-    s_begin = begins[cta];
-    s_end = begins[cta + 1];
+  if (p.cta_begins != nullptr) {  // the table's own entries, from global memory
+    s_begin = p.cta_begins[cta];
+    s_end = p.cta_begins[cta + 1];
   } else if (r.total) {
     s_begin = static_cast<int>(static_cta_begin(cta, r.total, grid));
     s_end = static_cast<int>(static_cta_begin(cta + 1, r.total, grid));
@@ -345,39 +332,20 @@ __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p
 // planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
 // into shared memory for the fix-up (by the compute threads; visible to them after the barrier
 // that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
-// kMaySelfRoute (GEMM1): with p.self_route set, no wait and no trigger here; warp 0 routes the
-// token and builds the task list in shared memory instead (the kernel waits and triggers after
-// its k-loops), and the partition is the uniform one. Every thread of the CTA calls it.
-template <bool kDown, bool kMaySelfRoute = false>
+template <bool kDown>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
-  bool self = false;
   if constexpr (!kDown) {
     if (p.shared_prefetch != 0 && threadIdx.x == 0) static_shared_prefetch(p);
-    if constexpr (kMaySelfRoute) self = p.self_route.logits != nullptr;
-    if (self) {
-      // The keys, in the dynamic shared memory the first unit stages into later.
-      extern __shared__ __align__(16) uint8_t static_dyn_smem[];
-      uint32_t* keys = reinterpret_cast<uint32_t*>(static_dyn_smem);
-      static_self_route_keys(p.self_route, keys, static_cast<int>(blockDim.x));
-      __syncthreads();
-      static_diag_stamp(p, kStaticDiagStamps + 2);  // diagnostic: the keys are in
-      if (threadIdx.x < 32) static_self_route_warp(p.self_route, keys);
-      __syncthreads();  // the task list, before every thread reads it (and the keys are done)
-      static_diag_stamp(p, kStaticDiagStamps + 3);  // diagnostic: the task list is in
-    } else {
-      pdl_wait();
-      pdl_trigger();
-    }
+    pdl_wait();
+    pdl_trigger();
   }
-  const int32_t* begins = self ? nullptr : p.cta_begins;
-  const StaticCtaRange r =
-      static_cta_range(p, blockIdx.x, gridDim.x, self ? static_self_tasks().count : -1, begins);
+  const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
   if (threadIdx.x < kStaticThreads)
     for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
       static_partition_smem()[i] =
-          begins != nullptr ? begins[i]
-                            : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
+          p.cta_begins != nullptr ? p.cta_begins[i]
+                                  : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
   return r;
 }
 
@@ -454,11 +422,8 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
 }
 
 // Two CTAs per SM (kStaticMaxCtasPerSm): the dynamic shared memory, 1 KB the runtime reserves per
-// CTA, 1 KB for the small static variables, the partition table's copy (static_cta_start) and
-// GEMM1's self-routed task list (static_self_route.cuh).
-static_assert(2 * (kStaticSmemBytes + 2 * 1024 + kStaticPartitionStride * 4 +
-                   static_cast<int>(sizeof(StaticSelfTasks))) <=
-                  227 * 1024,
+// CTA, 1 KB for the small static variables, and the partition table's copy (static_cta_start).
+static_assert(2 * (kStaticSmemBytes + 2 * 1024 + kStaticPartitionStride * 4) <= 227 * 1024,
               "two CTAs per SM");
 
 template <StaticFormat F, bool kDown>
@@ -475,7 +440,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int grid = gridDim.x, cta = blockIdx.x;
-  const StaticCtaRange r = static_cta_start<kDown, !kDown>(p);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -510,7 +475,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
   uint32_t amax = 0;
   for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
-    const StaticTask task = static_task_at<kDown>(p, static_unit_task(u, ntasks));
+    const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;
     const int nts = (task.rows + 7) / 8;
     const bool live = ref.live;
@@ -542,17 +507,9 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
       static_unit_kloop<F, kDown, 0>(p, task, s, ring, sring, ref, acc);
     }
     static_diag_stamp(p, 2);
-    if (!kDown && u == u_last && p.self_route.logits != nullptr) {
-      pdl_wait();  // the prefix, done long since: GEMM2 may read its task list before its wait
-      pdl_trigger();
-    }
 
     static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, act_scale, acc, last_flag, amax,
                               [] { __syncthreads(); });
-  }
-  if (!kDown && u_first > u_last && p.self_route.logits != nullptr) {  // no steps here
-    pdl_wait();
-    pdl_trigger();
   }
   if (!kDown && p.amax_out != nullptr) {
     amax = cta_max_u32(amax, red);

@@ -81,11 +81,9 @@ void static_launch_gemms(StaticLaunch& l, cudaStream_t stream) {
   const int grid = l.grid;
   SERVEKIT_CHECK(grid >= 1 && grid <= static_grid<F>(), "static moe: grid ", grid,
                  " must be in [1, ", static_grid<F>(), "]");
-  const int grid1 = l.grid1 > 0 ? l.grid1 : grid;
-  SERVEKIT_CHECK(grid1 <= grid, "static moe: GEMM1's grid ", grid1, " exceeds ", grid);
   l.gemm2.amax_in_count = grid;
   using K = StaticKernels<F>;
-  launch_pdl(K::gemm(false), grid1, K::kThreads, K::kSmem, l.pdl, stream, l.gemm1);
+  launch_pdl(K::gemm(false), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm1);
   if (l.stop_after_gemm1) return;
   if (l.hquant) launch_static_hquant(l.hq, l.hquant_rows, 2 * grid, l.pdl, stream);
   launch_pdl(K::gemm(true), grid, K::kThreads, K::kSmem, l.pdl, stream, l.gemm2);

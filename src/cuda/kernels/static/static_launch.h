@@ -27,9 +27,6 @@ struct StaticHQuant {
 struct StaticLaunch {
   StaticGemmParams gemm1, gemm2;  // gemm2.amax_in_count is set by the launcher (= the grid)
   int grid = 0;  // both GEMMs' (static_grid, or fewer CTAs per SM); the partition tables' grid
-  // GEMM1's grid when it differs (a self-routed GEMM1 leaves the route + plan kernel's SM to it:
-  // StaticGemmParams::self_route), in [1, grid]; 0: grid.
-  int grid1 = 0;
   bool pdl = true;
   bool hquant = false;  // launch hquant between the GEMMs (gemm2.hq / hs point at its outputs)
   StaticHQuant hq;

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "cuda/kernels/static/static_self_route.h"
 #include "cuda/kernels/static/static_tasks.h"
 #include "servekit/moe.h"
 
@@ -90,13 +89,6 @@ struct StaticGemmParams {
   int shared_first = 0, shared_count = 0;
   int64_t shared_code_bytes = 0;
 
-  // GEMM1 of a one-token call routes the token itself (static_self_route.h; logits null: off).
-  // Then it reads neither tasks, num_tasks, cta_begins nor row_token (the prefix writes them
-  // for GEMM2 while GEMM1 runs): its task list is in shared memory, its partition the uniform
-  // one over its own grid, and its one token row 0 of x. It waits for the prefix (pdl_wait)
-  // after its k-loops, before it lets GEMM2 launch.
-  StaticSelfRoute self_route;
-
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
                                         // weighted partition), or null: the uniform partition
@@ -111,8 +103,7 @@ struct StaticGemmParams {
 
 // The stamps of a CTA: entry, dependency wait released, last unit's k-loop done, exit.
 constexpr int kStaticDiagStamps = 4;
-// The stamps, SM id, units, and a self-routed GEMM1's two more (keys in, task list in).
-constexpr int kStaticDiagSlots = 8;
+constexpr int kStaticDiagSlots = 8;  // the stamps, SM id, units, two spare
 
 // The prefix kernels' stamps (SERVEKIT_DIAG_STATIC_TIMES), CTA 0 of the one-CTA route + plan
 // kernel and of the static planner, one kStaticDiagSlots region each after the GEMMs':

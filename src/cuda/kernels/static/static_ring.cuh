@@ -39,11 +39,8 @@ constexpr int kRingMaxStages = 32;
 constexpr int kRingSmemBytes = kRingBytes + kRingWindowBytes + 2 * kRingMaxStages * 8;
 // Two CTAs per SM (the grid and the partials workspace assume kStaticMaxCtasPerSm = 2): an SM has
 // 227 KB of shared memory, of which the runtime reserves 1 KB per CTA; 1 KB more for the small
-// static shared variables, the partition table's copy (static_cta_start) and GEMM1's self-routed
-// task list (static_self_route.cuh).
-static_assert(2 * (kRingSmemBytes + 2 * 1024 + kStaticPartitionStride * 4 +
-                   static_cast<int>(sizeof(StaticSelfTasks))) <=
-                  227 * 1024,
+// static shared variables, and the partition table's copy (static_cta_start).
+static_assert(2 * (kRingSmemBytes + 2 * 1024 + kStaticPartitionStride * 4) <= 227 * 1024,
               "two ring CTAs per SM");
 
 template <StaticFormat F>
@@ -98,7 +95,7 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
   RingCursor c;
   for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
-    const StaticTask task = static_task_at<kDown>(p, static_unit_task(u, ntasks));
+    const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int grp = static_unit_group(u, ntasks);
     const StaticExpertPtrs e = p.experts[task.group];
     const uint8_t* base = kDown ? e.w2 : e.w13;
@@ -170,7 +167,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     mbar_init_fence();
   }
   __syncthreads();
-  const StaticCtaRange r = static_cta_start<kDown, !kDown>(p);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -197,7 +194,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   RingCursor c;
   for (int u = u_first; u <= u_last; ++u) {
     const int kb0 = u == u_first ? first_kb0 : 0, kb1 = u == u_last ? last_kb1 : kblocks;
-    const StaticTask task = static_task_at<kDown>(p, static_unit_task(u, ntasks));
+    const StaticTask task = p.tasks[static_unit_task(u, ntasks)];
     const int tile = static_unit_group(u, ntasks) * kStaticWarps + warp;
     const int nts = (task.rows + 7) / 8;
     const StaticExpertPtrs ex = p.experts[task.group];
@@ -230,18 +227,10 @@ __global__ void __launch_bounds__(kRingThreads, 2)
       ring_unit_kloop<F, kDown, 0>(p, task, s, ring, full, empty, c, acc);
     }
     static_diag_stamp(p, 2);
-    if (!kDown && u == u_last && p.self_route.logits != nullptr) {
-      pdl_wait();  // as static_gemm_kernel: the prefix, before GEMM2 may launch
-      pdl_trigger();
-    }
 
     uint32_t amax = 0;  // fp8_per_tensor's only, which is not on the ring
     static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, 1.0f, acc, last_flag, amax,
                               [] { named_sync<kStaticThreads>(); });
-  }
-  if (!kDown && u_first > u_last && p.self_route.logits != nullptr) {  // no steps here
-    pdl_wait();
-    pdl_trigger();
   }
   static_diag_stamp(p, 3);
 }

@@ -38,13 +38,6 @@ __device__ __forceinline__ int static_row_stride(int window_kblocks) {
   return window_kblocks * 128 + 64;
 }
 
-// The token of GEMM1's task row r: the plan's row_token, or 0 when GEMM1 routed the call's one
-// token itself (StaticGemmParams::self_route: row_token is then still being written).
-__device__ __forceinline__ int64_t static_row_token(const StaticGemmParams& p,
-                                                    const StaticTask& task, int r) {
-  return p.self_route.logits != nullptr ? 0 : p.row_token[task.row_begin + r];
-}
-
 // Eight consecutive source values of row r (a task row) at column col.
 template <bool kDown>
 __device__ __forceinline__ void static_load8(const StaticGemmParams& p, const StaticTask& task,
@@ -55,7 +48,7 @@ __device__ __forceinline__ void static_load8(const StaticGemmParams& p, const St
     const float4 a = __ldg(src), b = __ldg(src + 1);
     v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
   } else {
-    const int64_t token = static_row_token(p, task, r);
+    const int64_t token = p.row_token[task.row_begin + r];
     bf16x8_to_float(__ldg(reinterpret_cast<const uint4*>(p.x + token * p.k + col)), v);
   }
 }
@@ -133,7 +126,7 @@ __device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& t
       if (it < n) {
         const int r = it / chunks, c = c0 + it % chunks;
         const int64_t col = static_cast<int64_t>(c) * 128 + l * 8;
-        const int64_t row = kDown ? task.row_begin + r : static_row_token(p, task, r);
+        const int64_t row = kDown ? task.row_begin + r : p.row_token[task.row_begin + r];
         if (col < p.k) v[j] = __ldg(reinterpret_cast<const uint4*>(src + row * p.k + col));
         if (kScales && l == 0) s[j] = __ldg(scales + row * kchunks + c);
       }
