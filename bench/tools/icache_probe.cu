@@ -59,6 +59,36 @@ __global__ void flush_kernel(uint4* b, size_t n) {
     b[i] = make_uint4(static_cast<unsigned>(i), 1, 2, 3);
 }
 
+// Jumps into cold code (session 30: one warp's top-k, a loop with data-dependent branches in a
+// noinline function, took 4.6-6 us at a GEMM's start where the straight-line chains above cost
+// nothing extra cold). kBlocks distinct noinline blocks of 16 steps (~512 bytes each), called
+// through a table of function pointers in a runtime order: sequential (0, 1, 2, ...: the next
+// block's code follows the previous one's) or scrambled (every call jumps somewhere else). The
+// cold cost per block, (cold - warm) / kBlocks, is what each jump to code not yet fetched costs.
+using BlockFn = uint32_t (*)(uint32_t, uint32_t);
+template <int J>
+__device__ __noinline__ uint32_t code_block(uint32_t x, uint32_t y) {
+  return chain<0x9e3779b9u * (J + 1)>(x, y, std::make_integer_sequence<int, 16>{});
+}
+template <int... Js>
+__global__ void fill_table(BlockFn* t, std::integer_sequence<int, Js...>) {
+  ((t[Js] = &code_block<Js>), ...);
+}
+__global__ void jumpy(const BlockFn* t, const int* order, int n, uint32_t y, uint32_t* out,
+                      uint64_t* ns) {
+  const uint64_t t0 = timer_ns();
+  const uint64_t c0 = clock64();
+  uint32_t x = threadIdx.x;
+  for (int i = 0; i < n; ++i) x = t[order[i]](x, y);
+  const uint64_t c1 = clock64();
+  const uint64_t t1 = timer_ns();
+  if (threadIdx.x == 0) {
+    out[blockIdx.x] = x;
+    ns[blockIdx.x] = t1 - t0;
+    ns[1024 + blockIdx.x] = c1 - c0;
+  }
+}
+
 struct Probe {
   uint4* flush = nullptr;
   size_t flush_n = 0;
@@ -79,7 +109,7 @@ void report(const char* what, int steps, int ctas, const Probe& p) {
   CHECK(cudaMemcpy(c, p.ns + 1024, sizeof(uint64_t) * ctas, cudaMemcpyDeviceToHost));
   std::sort(h, h + ctas);
   std::sort(c, c + ctas);
-  std::printf("steps %5d (%6.1f KB of code) %-7s ctas %4d: p50 %8.2f us max %8.2f us"
+  std::printf("steps %5d (%6.1f KB of code) %-12s ctas %4d: p50 %8.2f us max %8.2f us"
               "  cycles p50 %8llu max %8llu\n",
               steps, steps * 32 / 1024.0, what, ctas, h[ctas / 2] * 1e-3, h[ctas - 1] * 1e-3,
               static_cast<unsigned long long>(c[ctas / 2]),
@@ -107,6 +137,36 @@ void run(const Probe& p) {
   }
 }
 
+// kBlocks code blocks called in order (sequential) or in a fixed scramble, cold / warm as run().
+template <int kBlocks>
+void run_jumps(const Probe& p) {
+  BlockFn* table = nullptr;
+  int* order = nullptr;
+  CHECK(cudaMalloc(&table, kBlocks * sizeof(BlockFn)));
+  CHECK(cudaMalloc(&order, kBlocks * sizeof(int)));
+  fill_table<<<1, 1>>>(table, std::make_integer_sequence<int, kBlocks>{});
+  CHECK(cudaDeviceSynchronize());
+  int h[kBlocks];
+  for (int scrambled = 0; scrambled < 2; ++scrambled) {
+    for (int i = 0; i < kBlocks; ++i) h[i] = scrambled ? (i * 37 + 11) % kBlocks : i;
+    CHECK(cudaMemcpy(order, h, sizeof(h), cudaMemcpyHostToDevice));
+    for (int ctas : {1, 2 * p.sms}) {
+      flush_l2(p);
+      straight<4096, 0x5bd1e995u><<<2 * p.sms, 32>>>(7, p.out, p.ns);  // evict the SMs' caches
+      CHECK(cudaDeviceSynchronize());
+      flush_l2(p);
+      jumpy<<<ctas, 32>>>(table, order, kBlocks, 3, p.out, p.ns);
+      CHECK(cudaDeviceSynchronize());
+      report(scrambled ? "jmp-scr-cold" : "jmp-seq-cold", kBlocks * 16, ctas, p);
+      jumpy<<<ctas, 32>>>(table, order, kBlocks, 3, p.out, p.ns);
+      CHECK(cudaDeviceSynchronize());
+      report(scrambled ? "jmp-scr-warm" : "jmp-seq-warm", kBlocks * 16, ctas, p);
+    }
+  }
+  CHECK(cudaFree(table));
+  CHECK(cudaFree(order));
+}
+
 int main() {
   Probe p;
   CHECK(cudaDeviceGetAttribute(&p.sms, cudaDevAttrMultiProcessorCount, 0));
@@ -119,6 +179,9 @@ int main() {
   run<256>(p);
   run<1024>(p);
   run<4096>(p);
+  run_jumps<16>(p);   // 37 is coprime to every block count here
+  run_jumps<64>(p);
+  run_jumps<256>(p);
   CHECK(cudaGetLastError());
   return 0;
 }
