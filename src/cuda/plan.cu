@@ -184,6 +184,9 @@ bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType l
   // the kernel's start under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1, read at every
   // launch (docs/static_moe.md).
   tasks.late_trigger = env_int("SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER", 0, 1, 0) == 0;
+  // One token: the routing warp builds the plan and the tasks alone, unless the diagnostic
+  // SERVEKIT_DIAG_ROUTE_ONE_TOKEN_WARP=0 asks for the CTA-wide passes (same results).
+  tasks.one_token_warp = env_int("SERVEKIT_DIAG_ROUTE_ONE_TOKEN_WARP", 0, 1, 1) != 0;
   routing::dispatch_route(cfg.method, logits_dtype, cfg.num_experts, [&](auto v) {
     using V = decltype(v);
     const auto kernel = permute::route_and_plan_one_cta<typename V::Logit, V::kLanes, V::kRouting>;

@@ -396,121 +396,147 @@ TEST(RoutePlanCuda, OneCtaBuildsTheStaticTaskList) {
     bool skew;
     int64_t hidden;  // of x for the input preparation, on input_ctas CTAs (0: none)
     int input_ctas;
+    bool avoid_local = false;  // the local experts' logits at -20: no pick is local
   };
+  // One token runs the routing warp's own plan and task build (one_token_plan_warp), also under
+  // SERVEKIT_DIAG_ROUTE_ONE_TOKEN_WARP=0 the CTA-wide passes: both against the serial planner. Its
+  // cases: the tables' whole-unit branch (E = 128, no shared: GEMM1's 256 units over 264 CTAs)
+  // and uniform one (GEMM2's 448), K = 32 over E = 512 with two shared experts, an EP range
+  // holding none of the picks (only the shared task), and the deepseek-v3 shape with CTA 1
+  // preparing the input.
   const Case cases[] = {
       {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 1, {0, 256, 1}, false, 7168, 1},
       {RoutingMethod::kDeepSeekV3, 256, 8, 8, 4, 32, {0, 256, 1}, true, 7168, 14},
       {RoutingMethod::kSoftmaxTopK, 128, 8, 1, 1, 8, {0, 128, 0}, false, 0, 0},
       {RoutingMethod::kSoftmaxTopK, 384, 8, 1, 1, 19, {96, 96, 2}, true, 384, 3},
+      {RoutingMethod::kSoftmaxTopK, 128, 8, 1, 1, 1, {0, 128, 0}, false, 0, 0},
+      {RoutingMethod::kTopKSoftmax, 512, 32, 1, 1, 1, {0, 512, 2}, false, 0, 0},
+      {RoutingMethod::kSoftmaxTopK, 128, 8, 1, 1, 1, {32, 40, 1}, false, 0, 0, true},
+      {RoutingMethod::kSoftmaxTopK, 384, 8, 1, 1, 1, {96, 96, 2}, true, 0, 0},
   };
   uint32_t seed = 500;
-  for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << routing_name(c.method) << " E=" << c.experts
-                                      << " T=" << c.tokens << " skew=" << c.skew);
-    const RoutingConfig cfg =
-        routing_test_config(c.method, c.experts, c.top_k, c.n_group, c.topk_group);
-    std::vector<float> logits = normal_values(c.tokens * c.experts, 2.0f, ++seed);
-    if (c.skew)  // every token's favourite: expert 100 (local in every layout above)
-      for (int64_t t = 0; t < c.tokens; ++t) logits[t * c.experts + 100] = 20.0f;
-    const std::vector<float> bias = routing_uses_bias(c.method)
-                                        ? normal_values(c.experts, 0.05f, ++seed)
-                                        : std::vector<float>{};
-    const Layout& l = c.layout;
-    const int groups = l.local + l.shared;
-    const int64_t capacity = cuda::plan_capacity_rows(c.tokens, c.top_k, l.shared);
-    DeviceArray<float> d_logits(logits), d_bias(bias), weights(c.tokens * c.top_k);
-    DeviceArray<int32_t> ids(c.tokens * c.top_k), offsets(groups + 1), row_token(capacity),
-        row_group(capacity), slot_row(c.tokens * (c.top_k + l.shared)), num_tasks(1);
-    DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(c.tokens, c.top_k, groups));
-    const int task_capacity = static_cast<int>(groups + capacity / 32 + 1);
-    DeviceArray<cuda::static_moe::StaticTask> tasks(task_capacity);
-    const cuda::PlanBuffers plan =
-        testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
-    namespace sm = cuda::static_moe;
-    // The CTA partition tables of two GEMMs shaped like deepseek-v3's (static_tasks.h).
-    DeviceArray<int32_t> begins(2 * sm::kStaticPartitionStride);
-    sm::StaticTaskBuild build;
-    build.tasks = tasks.get();
-    build.num_tasks = num_tasks.get();
-    build.capacity = task_capacity;
-    build.partition.begins = begins.get();
-    build.partition.grid = 264;
-    build.partition.row_cost = 5;
-    build.partition.kblocks[0] = 112, build.partition.kblocks[1] = 32;
-    build.partition.ngroups[0] = 32, build.partition.ngroups[1] = 56;
-    std::optional<InputPrepCheck> input;
-    if (c.input_ctas > 0) input.emplace(c.tokens, c.hidden, c.input_ctas, ++seed);
-    for (cuda::PlanKernels kernels : {cuda::PlanKernels::kOneCta, cuda::PlanKernels::kMultiCta}) {
-      tasks.poison(kPoison);
-      num_tasks.poison(kPoison);
-      begins.poison(kPoison);
-      if (input) build.input = input->prep();
-      const bool built = cuda::launch_route_and_plan(
-          cfg, d_logits.get(), DType::kF32, bias.empty() ? nullptr : d_bias.get(), c.tokens,
-          ids.get(), weights.get(), l.offset, l.local, l.shared, plan, nullptr, kernels, &build);
-      SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
-      const std::vector<cuda::static_moe::StaticTask> got = tasks.download();
-      if (kernels == cuda::PlanKernels::kMultiCta) {
-        EXPECT_FALSE(built);
-        std::vector<uint8_t> bytes(got.size() * sizeof(got[0]));
-        std::memcpy(bytes.data(), got.data(), bytes.size());
-        EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == kPoison; }))
-            << "the multi-CTA path wrote tasks";
-        const std::vector<int32_t> tables = begins.download();
-        std::vector<uint8_t> table_bytes(tables.size() * sizeof(int32_t));
-        std::memcpy(table_bytes.data(), tables.data(), table_bytes.size());
-        EXPECT_TRUE(std::all_of(table_bytes.begin(), table_bytes.end(), [](uint8_t b) {
-          return b == kPoison;
-        })) << "the multi-CTA path wrote partition tables";
-        if (input) {
-          const std::vector<float> xs = input->xs.download();
-          std::vector<uint8_t> xs_bytes(xs.size() * sizeof(float));
-          std::memcpy(xs_bytes.data(), xs.data(), xs_bytes.size());
-          EXPECT_TRUE(std::all_of(xs_bytes.begin(), xs_bytes.end(), [](uint8_t b) {
+  for (const Case& c : cases)
+    for (const char* warp_path : {"1", "0"}) {
+      if (c.tokens != 1 && warp_path[0] == '0') continue;  // the switch acts at one token only
+      const testing::ScopedEnv one_token("SERVEKIT_DIAG_ROUTE_ONE_TOKEN_WARP", warp_path);
+      SCOPED_TRACE(::testing::Message()
+                   << routing_name(c.method) << " E=" << c.experts << " K=" << c.top_k
+                   << " T=" << c.tokens << " local=" << c.layout.offset << "+" << c.layout.local
+                   << " shared=" << c.layout.shared << " skew=" << c.skew
+                   << " one-token warp=" << warp_path);
+      const RoutingConfig cfg =
+          routing_test_config(c.method, c.experts, c.top_k, c.n_group, c.topk_group);
+      std::vector<float> logits = normal_values(c.tokens * c.experts, 2.0f, ++seed);
+      if (c.skew)  // every token's favourite: expert 100 (local in every layout above)
+        for (int64_t t = 0; t < c.tokens; ++t) logits[t * c.experts + 100] = 20.0f;
+      if (c.avoid_local)
+        for (int64_t t = 0; t < c.tokens; ++t)
+          for (int e = 0; e < c.layout.local; ++e)
+            logits[t * c.experts + c.layout.offset + e] = -20.0f;
+      const std::vector<float> bias = routing_uses_bias(c.method)
+                                          ? normal_values(c.experts, 0.05f, ++seed)
+                                          : std::vector<float>{};
+      const Layout& l = c.layout;
+      const int groups = l.local + l.shared;
+      const int64_t capacity = cuda::plan_capacity_rows(c.tokens, c.top_k, l.shared);
+      DeviceArray<float> d_logits(logits), d_bias(bias), weights(c.tokens * c.top_k);
+      DeviceArray<int32_t> ids(c.tokens * c.top_k), offsets(groups + 1), row_token(capacity),
+          row_group(capacity), slot_row(c.tokens * (c.top_k + l.shared)), num_tasks(1);
+      DeviceArray<uint8_t> scratch(cuda::plan_scratch_bytes(c.tokens, c.top_k, groups));
+      const int task_capacity = static_cast<int>(groups + capacity / 32 + 1);
+      DeviceArray<cuda::static_moe::StaticTask> tasks(task_capacity);
+      const cuda::PlanBuffers plan =
+          testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
+      namespace sm = cuda::static_moe;
+      // The CTA partition tables of two GEMMs shaped like deepseek-v3's (static_tasks.h).
+      DeviceArray<int32_t> begins(2 * sm::kStaticPartitionStride);
+      sm::StaticTaskBuild build;
+      build.tasks = tasks.get();
+      build.num_tasks = num_tasks.get();
+      build.capacity = task_capacity;
+      build.partition.begins = begins.get();
+      build.partition.grid = 264;
+      build.partition.row_cost = 5;
+      build.partition.kblocks[0] = 112, build.partition.kblocks[1] = 32;
+      build.partition.ngroups[0] = 32, build.partition.ngroups[1] = 56;
+      std::optional<InputPrepCheck> input;
+      if (c.input_ctas > 0) input.emplace(c.tokens, c.hidden, c.input_ctas, ++seed);
+      std::vector<int32_t> one_cta_offsets;  // the one-CTA run's, which comes first
+      for (cuda::PlanKernels kernels : {cuda::PlanKernels::kOneCta, cuda::PlanKernels::kMultiCta}) {
+        tasks.poison(kPoison);
+        num_tasks.poison(kPoison);
+        begins.poison(kPoison);
+        if (input) build.input = input->prep();
+        const bool built = cuda::launch_route_and_plan(
+            cfg, d_logits.get(), DType::kF32, bias.empty() ? nullptr : d_bias.get(), c.tokens,
+            ids.get(), weights.get(), l.offset, l.local, l.shared, plan, nullptr, kernels, &build);
+        SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
+        const std::vector<cuda::static_moe::StaticTask> got = tasks.download();
+        if (kernels == cuda::PlanKernels::kMultiCta) {
+          EXPECT_FALSE(built);
+          EXPECT_EQ(offsets.download(), one_cta_offsets)
+              << "group offsets differ from the one-CTA run's";
+          std::vector<uint8_t> bytes(got.size() * sizeof(got[0]));
+          std::memcpy(bytes.data(), got.data(), bytes.size());
+          EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) {
             return b == kPoison;
-          })) << "the multi-CTA path prepared the input";
+          })) << "the multi-CTA path wrote tasks";
+          const std::vector<int32_t> tables = begins.download();
+          std::vector<uint8_t> table_bytes(tables.size() * sizeof(int32_t));
+          std::memcpy(table_bytes.data(), tables.data(), table_bytes.size());
+          EXPECT_TRUE(std::all_of(table_bytes.begin(), table_bytes.end(), [](uint8_t b) {
+            return b == kPoison;
+          })) << "the multi-CTA path wrote partition tables";
+          if (input) {
+            const std::vector<float> xs = input->xs.download();
+            std::vector<uint8_t> xs_bytes(xs.size() * sizeof(float));
+            std::memcpy(xs_bytes.data(), xs.data(), xs_bytes.size());
+            EXPECT_TRUE(std::all_of(xs_bytes.begin(), xs_bytes.end(), [](uint8_t b) {
+              return b == kPoison;
+            })) << "the multi-CTA path prepared the input";
+          }
+          continue;
         }
-        continue;
+        ASSERT_TRUE(built);
+        if (input) input->expect_done();
+        const std::vector<int32_t> off = offsets.download();
+        one_cta_offsets = off;
+        std::vector<cuda::static_moe::StaticTask> want(task_capacity);
+        const int n = cuda::static_moe::static_plan_tasks_serial(off.data(), groups, want.data(),
+                                                                 task_capacity);
+        ASSERT_LE(n, task_capacity);
+        ASSERT_EQ(num_tasks.download()[0], n);
+        ASSERT_GE(n, 1);
+        for (int i = 0; i < task_capacity; ++i) {
+          SCOPED_TRACE(::testing::Message() << "task " << i << " of " << n);
+          if (i < n) {
+            EXPECT_EQ(got[i].group, want[i].group);
+            EXPECT_EQ(got[i].row_begin, want[i].row_begin);
+            EXPECT_EQ(got[i].rows, want[i].rows);
+          } else {
+            uint8_t first = 0;
+            std::memcpy(&first, &got[i], 1);
+            EXPECT_EQ(first, kPoison) << "a task past the count was written";
+          }
+        }
+        // The partition tables equal the serial build's, entry for entry (uniform at one token,
+        // weighted where the tasks' rows differ); entries past the grid stay poisoned.
+        std::vector<int32_t> want_tables(2 * sm::kStaticPartitionStride, 0);
+        sm::static_partition_tables_serial(off.data(), groups, task_capacity, build.partition,
+                                           want_tables.data());
+        const std::vector<int32_t> tables = begins.download();
+        int32_t poison_word = 0;
+        std::memset(&poison_word, kPoison, sizeof(poison_word));
+        for (int w = 0; w < 2; ++w)
+          for (int b = 0; b < sm::kStaticPartitionStride; ++b) {
+            const size_t i = static_cast<size_t>(w * sm::kStaticPartitionStride + b);
+            if (b <= build.partition.grid)
+              ASSERT_EQ(tables[i], want_tables[i]) << "GEMM " << w + 1 << " CTA " << b;
+            else
+              ASSERT_EQ(tables[i], poison_word) << "GEMM " << w + 1 << " entry " << b;
+          }
       }
-      ASSERT_TRUE(built);
-      if (input) input->expect_done();
-      const std::vector<int32_t> off = offsets.download();
-      std::vector<cuda::static_moe::StaticTask> want(task_capacity);
-      const int n = cuda::static_moe::static_plan_tasks_serial(off.data(), groups, want.data(),
-                                                               task_capacity);
-      ASSERT_LE(n, task_capacity);
-      ASSERT_EQ(num_tasks.download()[0], n);
-      ASSERT_GE(n, 1);
-      for (int i = 0; i < task_capacity; ++i) {
-        SCOPED_TRACE(::testing::Message() << "task " << i << " of " << n);
-        if (i < n) {
-          EXPECT_EQ(got[i].group, want[i].group);
-          EXPECT_EQ(got[i].row_begin, want[i].row_begin);
-          EXPECT_EQ(got[i].rows, want[i].rows);
-        } else {
-          uint8_t first = 0;
-          std::memcpy(&first, &got[i], 1);
-          EXPECT_EQ(first, kPoison) << "a task past the count was written";
-        }
-      }
-      // The partition tables equal the serial build's, entry for entry (uniform at one token,
-      // weighted where the tasks' rows differ); entries past the grid stay poisoned.
-      std::vector<int32_t> want_tables(2 * sm::kStaticPartitionStride, 0);
-      sm::static_partition_tables_serial(off.data(), groups, task_capacity, build.partition,
-                                         want_tables.data());
-      const std::vector<int32_t> tables = begins.download();
-      int32_t poison_word = 0;
-      std::memset(&poison_word, kPoison, sizeof(poison_word));
-      for (int w = 0; w < 2; ++w)
-        for (int b = 0; b < sm::kStaticPartitionStride; ++b) {
-          const size_t i = static_cast<size_t>(w * sm::kStaticPartitionStride + b);
-          if (b <= build.partition.grid)
-            ASSERT_EQ(tables[i], want_tables[i]) << "GEMM " << w + 1 << " CTA " << b;
-          else
-            ASSERT_EQ(tables[i], poison_word) << "GEMM " << w + 1 << " entry " << b;
-        }
     }
-  }
 }
 
 TEST(RoutePlanCuda, NoTokens) {

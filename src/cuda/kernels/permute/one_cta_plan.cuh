@@ -131,6 +131,120 @@ __device__ __forceinline__ void one_cta_plan_build(OneCtaPlanSmem& s, const Plan
   }
 }
 
+// out[b] = floor(b x / grid) * mult for b = 0..grid on the calling warp's 32 lanes, one division
+// per lane and then steps of 32 (b x = q grid + r, so b + 32 adds the quotient and remainder of
+// 32 x and carries at most once): static_partition_entry's uniform and whole-unit entries without
+// its per-entry 64-bit divisions, which a warp would run 17 times a lane for a grid of 528.
+__device__ __forceinline__ void one_token_uniform_table(int32_t* out, int grid, int64_t x,
+                                                        int64_t mult, int lane) {
+  if (x < (int64_t{1} << 26)) {  // 32 x fits 31 bits: 32-bit divisions (inline, no call)
+    const uint32_t g = static_cast<uint32_t>(grid), x32 = static_cast<uint32_t>(x);
+    uint32_t q = lane * x32 / g, r = lane * x32 - q * g;
+    const uint32_t q32 = 32 * x32 / g, r32 = 32 * x32 - q32 * g;
+    for (int b = lane; b <= grid; b += 32) {
+      out[b] = static_cast<int32_t>(q * mult);
+      q += q32, r += r32;
+      if (r >= g) ++q, r -= g;
+    }
+    return;
+  }
+  int64_t q = lane * x / grid, r = lane * x - q * grid;
+  const int64_t q32 = 32 * x / grid, r32 = 32 * x - q32 * grid;
+  for (int b = lane; b <= grid; b += 32) {
+    out[b] = static_cast<int32_t>(q * mult);
+    q += q32, r += r32;
+    if (r >= grid) ++q, r -= grid;
+  }
+}
+
+// One token (T = 1): the plan (one_cta_plan_build), the static task list and its partition tables
+// (static_build_tasks) built by the routing warp alone from the ids it holds (lane j < K: slot
+// j's id, route_token's return), with no CTA barrier and no read-back of what it wrote. The
+// routing picks K distinct experts, so a routed group holds at most one row and its row is its
+// rank among the local picks: a bit per local group (EL <= 512: lane w holds groups 32 w ..
+// 32 w + 31) and a scan of the words' counts give every offset. Every task has one row, so the
+// partition is uniform (or whole units, static_partition_entry). Outputs equal the general
+// path's (RoutePlanCuda GPU tests: against the multi-CTA path, the serial task planner and its
+// tables). The one-token prefix was ~3.8 us from routed to tasks done with the 1024-thread
+// passes (docs/perf-notes.md, seventeenth pass).
+__device__ __forceinline__ void one_token_plan_warp(const PlanParams& p,
+                                                    const static_moe::StaticTaskBuild& b, int id,
+                                                    uint64_t* stamps) {
+  namespace sm = static_moe;
+  constexpr unsigned kFull = 0xffffffffu;
+  const int lane = threadIdx.x % 32;
+  const int top_k = p.top_k, shared = p.num_shared, local = p.local_experts;
+  const int g = lane < top_k ? local_group(id, p) : -1;
+  uint32_t word = 0;
+  for (int k = 0; k < top_k; ++k) {
+    const int gk = __shfl_sync(kFull, g, k);
+    if (gk >= 0 && (gk >> 5) == lane) word |= 1u << (gk & 31);
+  }
+  const int count = __popc(word);
+  int incl = count;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int v = __shfl_up_sync(kFull, incl, o);
+    if (lane >= o) incl += v;
+  }
+  const int base = incl - count;               // routed rows in the words below this lane's
+  const int n = __shfl_sync(kFull, incl, 31);  // routed rows held here
+  for (int e0 = 0; e0 < local; e0 += 32) {
+    const uint32_t w = __shfl_sync(kFull, word, e0 >> 5);
+    const int wb = __shfl_sync(kFull, base, e0 >> 5);
+    if (e0 + lane < local) p.group_offsets[e0 + lane] = wb + __popc(w & lanes_below(lane));
+  }
+  for (int sh = lane; sh <= shared; sh += 32) p.group_offsets[local + sh] = n + sh;
+  const int src = g >= 0 ? g >> 5 : 0;
+  const uint32_t gw = __shfl_sync(kFull, word, src);
+  const int gb = __shfl_sync(kFull, base, src);
+  if (lane < top_k) {
+    int row = -1;
+    if (g >= 0) {
+      row = gb + __popc(gw & lanes_below(g & 31));
+      p.row_token[row] = 0;
+      p.row_group[row] = g;
+      if (b.tasks != nullptr && row < b.capacity) b.tasks[row] = sm::static_make_task(g, row, 1, 0);
+    }
+    p.token_slot_row[lane] = row;
+  }
+  for (int sh = lane; sh < shared; sh += 32) {  // shared expert sh: row n + sh
+    const int row = n + sh;
+    p.row_token[row] = 0;
+    p.row_group[row] = local + sh;
+    p.token_slot_row[top_k + sh] = row;
+    if (b.tasks != nullptr && row < b.capacity)
+      b.tasks[row] = sm::static_make_task(local + sh, row, 1, 0);
+  }
+  __syncwarp();
+  static_moe::static_prefix_stamp(stamps, 3);
+  if (b.tasks == nullptr) return;
+  const int ntasks = min(n + shared, b.capacity);
+  if (lane == 0) *b.num_tasks = ntasks;
+  const sm::StaticPartitionBuild& pb = b.partition;
+  if (pb.begins != nullptr) {
+#pragma unroll
+    for (int which = 0; which < 2; ++which) {
+      const int64_t units = int64_t{ntasks} * pb.ngroups[which];
+      // static_aligned_fits with a 32-bit division where the units fit (they do below 2^30).
+      const bool whole =
+          pb.align && (units < (int64_t{1} << 30)
+                           ? units > 0 && int64_t{(static_cast<uint32_t>(units) + pb.grid - 1) /
+                                                  static_cast<uint32_t>(pb.grid)} *
+                                                  pb.grid * 100 <=
+                                              units * 105
+                           : sm::static_aligned_fits(units, pb.grid));
+      one_token_uniform_table(pb.begins + which * sm::kStaticPartitionStride, pb.grid,
+                              whole ? units : units * pb.kblocks[which],
+                              whole ? pb.kblocks[which] : 1, lane);
+    }
+  }
+  if (stamps != nullptr) {
+    __syncwarp();
+    static_moe::static_prefix_stamp(stamps, 4);
+  }
+}
+
 // Plan only, from given ids (precomputed routing).
 __global__ void __launch_bounds__(OneCtaShape::kThreads) plan_one_cta(const PlanParams p) {
   __shared__ OneCtaPlanSmem s;
@@ -166,10 +280,13 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
       static_moe::static_prepare_input(tasks.input, static_cast<int>(blockIdx.x) - 1);
     return;
   }
-  one_cta_plan_init(s, p);
+  // One token: the routing warp builds the plan and the tasks alone (one_token_plan_warp).
+  const bool one_token = r.tokens == 1 && tasks.one_token_warp;
+  if (!one_token) one_cta_plan_init(s, p);
   const int warp = threadIdx.x / 32;
   WarpSmem* warp_smem = reinterpret_cast<WarpSmem*>(s_route);
   bool routed = false;
+  int id = 0;  // one token: on warp 0, lane j < K holds slot j's id
   if constexpr (routing::route_splits(kMethod)) {
     if (one_cta_route_split<kMethod>(r.tokens, r.num_experts)) {
       // keys follow the routing warps' scratch (16-byte multiples): one_cta_route_smem.
@@ -182,14 +299,21 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
       }
       __syncthreads();
       if (warp < r.tokens)
-        routing::route_token<LogitT, kPerLane, kMethod, true>(r, warp, warp_smem[warp],
-                                                              keys + warp * WarpSmem::kSlots);
+        id = routing::route_token<LogitT, kPerLane, kMethod, true>(r, warp, warp_smem[warp],
+                                                                   keys + warp * WarpSmem::kSlots);
       routed = true;
     }
   }
   if (!routed)
     for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
-      routing::route_token<LogitT, kPerLane, kMethod>(r, t, warp_smem[warp]);
+      id = routing::route_token<LogitT, kPerLane, kMethod>(r, t, warp_smem[warp]);
+  if (one_token) {  // no CTA barrier from here on: the other warps are done
+    if (warp != 0) return;
+    if (tasks.late_trigger) pdl_trigger();
+    static_moe::static_prefix_stamp(stamps, 2);
+    one_token_plan_warp(p, tasks, id, stamps);
+    return;
+  }
   __syncthreads();
   if (tasks.late_trigger) pdl_trigger();  // the next kernel launches from here on (default)
   static_moe::static_prefix_stamp(stamps, 2);

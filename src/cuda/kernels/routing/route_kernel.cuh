@@ -143,17 +143,17 @@ __device__ __forceinline__ void route_expert_row(const RouteParams& p, int64_t t
 }
 
 // Routes token t on the calling warp (every lane calls it) and writes ids [t, :] and
-// weights [t, :]. The correction bias is loaded with the logits so that both DRAM round trips
-// overlap.
+// weights [t, :]; returns on lane j < K the id of slot j (0 on the other lanes). The correction
+// bias is loaded with the logits so that both DRAM round trips overlap.
 //
 // Split mode (kSplit, keys given): route_expert_row has already run for every row of 32 experts of
 // token t, on any warps of the CTA, with a CTA barrier since. The keys come from keys [32 *
 // kPerLane] and the payload and q from smem instead of being computed here; everything after is
 // the same code, so ids and weights are the same bits.
 template <typename LogitT, int kPerLane, RoutingMethod kMethod, bool kSplit = false>
-__device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
-                                            RouteWarpSmem<kPerLane, kMethod>& smem,
-                                            const uint32_t* keys = nullptr) {
+__device__ __forceinline__ int route_token(const RouteParams& p, int64_t t,
+                                           RouteWarpSmem<kPerLane, kMethod>& smem,
+                                           const uint32_t* keys = nullptr) {
   static_assert(kPerLane >= 1 && kPerLane <= kMaxExpertsGpu / 32, "experts per lane");
   static_assert(kMethod != RoutingMethod::kPrecomputed, "precomputed routing runs no kernel");
   static_assert(!kSplit || route_splits(kMethod), "split mode is for the biased methods");
@@ -247,6 +247,7 @@ __device__ __forceinline__ void route_token(const RouteParams& p, int64_t t,
   // The payload of this token is read above by other lanes: the next token may overwrite it
   // only after every lane is past that read.
   __syncwarp();
+  return id;
 }
 
 template <typename LogitT, int kPerLane, RoutingMethod kMethod>

@@ -89,6 +89,10 @@ struct StaticTaskBuild {
   // faster at 1 and 8 tokens, docs/perf-notes.md, eighteenth pass). launch_route_and_plan sets
   // it at every launch: false only under the diagnostic SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER=1.
   bool late_trigger = true;
+  // At one token the routing warp of the route + plan kernel builds the plan, the tasks and the
+  // partition tables alone (one_cta_plan.cuh: one_token_plan_warp); false only under the
+  // diagnostic SERVEKIT_DIAG_ROUTE_ONE_TOKEN_WARP=0, which runs the CTA-wide passes instead.
+  bool one_token_warp = true;
 };
 
 // Tasks of a group with `rows` rows.
