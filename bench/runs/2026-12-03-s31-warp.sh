@@ -33,7 +33,7 @@ done
 for v in 0 1; do
   # shellcheck disable=SC2086
   bench_row "big-warp$v" SERVEKIT_DIAG_ROUTE_ONE_TOKEN_WARP=$v -- --preset kimi-k2 \
-    --quant int4_w4a16 --tokens 1 $SK --then --preset deepseek-v3 --quant fp8_block128 --tokens 1 $SK
+    --quant int4_w4a16 --tokens 1 $SK --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8 $SK
 done
 for v in 0 1; do
   # shellcheck disable=SC2086
