@@ -131,45 +131,18 @@ __device__ __forceinline__ void one_cta_plan_build(OneCtaPlanSmem& s, const Plan
   }
 }
 
-// out[b] = floor(b x / grid) * mult for b = 0..grid on the calling warp's 32 lanes, one division
-// per lane and then steps of 32 (b x = q grid + r, so b + 32 adds the quotient and remainder of
-// 32 x and carries at most once): static_partition_entry's uniform and whole-unit entries without
-// its per-entry 64-bit divisions, which a warp would run 17 times a lane for a grid of 528.
-__device__ __forceinline__ void one_token_uniform_table(int32_t* out, int grid, int64_t x,
-                                                        int64_t mult, int lane) {
-  if (x < (int64_t{1} << 26)) {  // 32 x fits 31 bits: 32-bit divisions (inline, no call)
-    const uint32_t g = static_cast<uint32_t>(grid), x32 = static_cast<uint32_t>(x);
-    uint32_t q = lane * x32 / g, r = lane * x32 - q * g;
-    const uint32_t q32 = 32 * x32 / g, r32 = 32 * x32 - q32 * g;
-    for (int b = lane; b <= grid; b += 32) {
-      out[b] = static_cast<int32_t>(q * mult);
-      q += q32, r += r32;
-      if (r >= g) ++q, r -= g;
-    }
-    return;
-  }
-  int64_t q = lane * x / grid, r = lane * x - q * grid;
-  const int64_t q32 = 32 * x / grid, r32 = 32 * x - q32 * grid;
-  for (int b = lane; b <= grid; b += 32) {
-    out[b] = static_cast<int32_t>(q * mult);
-    q += q32, r += r32;
-    if (r >= grid) ++q, r -= grid;
-  }
-}
-
-// One token (T = 1): the plan (one_cta_plan_build), the static task list and its partition tables
-// (static_build_tasks) built by the routing warp alone from the ids it holds (lane j < K: slot
-// j's id, route_token's return), with no CTA barrier and no read-back of what it wrote. The
-// routing picks K distinct experts, so a routed group holds at most one row and its row is its
-// rank among the local picks: a bit per local group (EL <= 512: lane w holds groups 32 w ..
-// 32 w + 31) and a scan of the words' counts give every offset. Every task has one row, so the
-// partition is uniform (or whole units, static_partition_entry). Outputs equal the general
-// path's (RoutePlanCuda GPU tests: against the multi-CTA path, the serial task planner and its
-// tables). The one-token prefix was ~3.8 us from routed to tasks done with the 1024-thread
+// One token (T = 1): the plan (one_cta_plan_build) and the static task list (static_build_tasks)
+// built by the routing warp alone from the ids it holds (lane j < K: slot j's id, route_token's
+// return), with no CTA barrier and no read-back of what it wrote; returns the task count (every
+// lane). The routing picks K distinct experts, so a routed group holds at most one row and its
+// row is its rank among the local picks: a bit per local group (local <= 512: lane w holds
+// groups 32 w .. 32 w + 31) and a scan of the words' counts give every offset. Outputs equal the
+// general path's (RoutePlanCuda GPU tests: against the multi-CTA path and the serial task
+// planner). The one-token prefix was ~3.8 us from routed to tasks done with the 1024-thread
 // passes (docs/perf-notes.md, seventeenth pass).
-__device__ __forceinline__ void one_token_plan_warp(const PlanParams& p,
-                                                    const static_moe::StaticTaskBuild& b, int id,
-                                                    uint64_t* stamps) {
+__device__ __forceinline__ int one_token_plan_warp(const PlanParams& p,
+                                                   const static_moe::StaticTaskBuild& b, int id,
+                                                   uint64_t* stamps) {
   namespace sm = static_moe;
   constexpr unsigned kFull = 0xffffffffu;
   const int lane = threadIdx.x % 32;
@@ -218,31 +191,9 @@ __device__ __forceinline__ void one_token_plan_warp(const PlanParams& p,
   }
   __syncwarp();
   static_moe::static_prefix_stamp(stamps, 3);
-  if (b.tasks == nullptr) return;
   const int ntasks = min(n + shared, b.capacity);
-  if (lane == 0) *b.num_tasks = ntasks;
-  const sm::StaticPartitionBuild& pb = b.partition;
-  if (pb.begins != nullptr) {
-#pragma unroll
-    for (int which = 0; which < 2; ++which) {
-      const int64_t units = int64_t{ntasks} * pb.ngroups[which];
-      // static_aligned_fits with a 32-bit division where the units fit (they do below 2^30).
-      const bool whole =
-          pb.align && (units < (int64_t{1} << 30)
-                           ? units > 0 && int64_t{(static_cast<uint32_t>(units) + pb.grid - 1) /
-                                                  static_cast<uint32_t>(pb.grid)} *
-                                                  pb.grid * 100 <=
-                                              units * 105
-                           : sm::static_aligned_fits(units, pb.grid));
-      one_token_uniform_table(pb.begins + which * sm::kStaticPartitionStride, pb.grid,
-                              whole ? units : units * pb.kblocks[which],
-                              whole ? pb.kblocks[which] : 1, lane);
-    }
-  }
-  if (stamps != nullptr) {
-    __syncwarp();
-    static_moe::static_prefix_stamp(stamps, 4);
-  }
+  if (b.tasks != nullptr && lane == 0) *b.num_tasks = ntasks;
+  return ntasks;
 }
 
 // Plan only, from given ids (precomputed routing).
@@ -307,11 +258,39 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
   if (!routed)
     for (int64_t t = warp; t < r.tokens; t += OneCtaShape::kWarps)
       id = routing::route_token<LogitT, kPerLane, kMethod>(r, t, warp_smem[warp]);
-  if (one_token) {  // no CTA barrier from here on: the other warps are done
-    if (warp != 0) return;
-    if (tasks.late_trigger) pdl_trigger();
-    static_moe::static_prefix_stamp(stamps, 2);
-    one_token_plan_warp(p, tasks, id, stamps);
+  if (one_token) {
+    // Warp 0 builds the plan and the tasks; the other warps wait (named barrier 1, which warp 0
+    // only arrives at) and let the next kernel launch when warp 0 does, as the CTA path's threads
+    // all do after its routing barrier; then every thread writes the partition tables' entries
+    // as static_build_tasks does (every task has one row: the uniform or whole-unit partition).
+    // Measured: with warp 0 also writing the tables and the other warps exiting at once, the
+    // softmax presets' one-token rows were ~1.3 us slower (docs/perf-notes.md, thirty-first pass).
+    __shared__ int one_token_tasks;
+    if (warp == 0) {
+      asm volatile("bar.arrive 1, %0;" ::"n"(OneCtaShape::kThreads) : "memory");
+      if (tasks.late_trigger) pdl_trigger();
+      static_moe::static_prefix_stamp(stamps, 2);
+      const int ntasks = one_token_plan_warp(p, tasks, id, stamps);
+      if (threadIdx.x == 0) one_token_tasks = ntasks;
+    } else {
+      asm volatile("bar.sync 1, %0;" ::"n"(OneCtaShape::kThreads) : "memory");
+      if (tasks.late_trigger) pdl_trigger();
+    }
+    __syncthreads();  // one_token_tasks
+    const static_moe::StaticPartitionBuild& pb = tasks.partition;
+    if (tasks.tasks != nullptr && pb.begins != nullptr) {
+      const int groups = p.local_experts + p.num_shared;
+      for (int i = threadIdx.x; i < 2 * (pb.grid + 1); i += OneCtaShape::kThreads) {
+        const int which = i / (pb.grid + 1), cta = i - which * (pb.grid + 1);
+        pb.begins[which * static_moe::kStaticPartitionStride + cta] =
+            static_cast<int32_t>(static_moe::static_partition_entry(
+                cta, which, pb, one_token_tasks, true, p.group_offsets, p.group_offsets, groups));
+      }
+    }
+    if (stamps != nullptr) {
+      __syncthreads();  // every thread's entries
+      static_moe::static_prefix_stamp(stamps, 4);
+    }
     return;
   }
   __syncthreads();
