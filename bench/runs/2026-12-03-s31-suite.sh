@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Session 31, call 4: the whole GPU suite (ctest -L gpu) at the one-token route + plan path's
+# final form (call 3's tree); call 3 ran only the route + plan, static and layer tests on it.
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-03-s31-suite.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, say, left
+BUDGET_S=${BUDGET_S:-380}
+work_dir s31-suite
+build_dev "$W/build.log"
+say "build done"
+timeout --kill-after=10 $(($(left) - 10)) ctest --test-dir "$B" -L gpu --output-on-failure \
+  --timeout 120 >"$W/ctest-gpu.log" 2>&1
+say "whole GPU suite rc=$? $(grep -E 'tests passed|tests failed' "$W/ctest-gpu.log")"
+grep -E "Failed|\*\*\*" "$W/ctest-gpu.log" | head -20 >>"$W/$WORK_NAME.txt"
