@@ -278,15 +278,9 @@ __global__ void __launch_bounds__(OneCtaShape::kThreads)
     }
     __syncthreads();  // one_token_tasks
     const static_moe::StaticPartitionBuild& pb = tasks.partition;
-    if (tasks.tasks != nullptr && pb.begins != nullptr) {
-      const int groups = p.local_experts + p.num_shared;
-      for (int i = threadIdx.x; i < 2 * (pb.grid + 1); i += OneCtaShape::kThreads) {
-        const int which = i / (pb.grid + 1), cta = i - which * (pb.grid + 1);
-        pb.begins[which * static_moe::kStaticPartitionStride + cta] =
-            static_cast<int32_t>(static_moe::static_partition_entry(
-                cta, which, pb, one_token_tasks, true, p.group_offsets, p.group_offsets, groups));
-      }
-    }
+    if (tasks.tasks != nullptr && pb.begins != nullptr)  // every task has one row: uniform
+      static_moe::static_write_partition_tables(pb, one_token_tasks, true, p.group_offsets,
+                                                p.group_offsets, p.local_experts + p.num_shared);
     if (stamps != nullptr) {
       __syncthreads();  // every thread's entries
       static_moe::static_prefix_stamp(stamps, 4);

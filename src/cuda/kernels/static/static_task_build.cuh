@@ -21,6 +21,21 @@ constexpr size_t kStaticTaskBuildSmemBytes =
 static_assert(kStaticMaxPartitionGroups < kStaticTaskBuildThreads,
               "one thread per group writes the group costs");
 
+// Writes both GEMMs' partition tables (static_partition_entry for CTAs 0..grid) for a plan of
+// ntasks tasks, one entry per thread of the calling CTA of kStaticTaskBuildThreads.
+template <typename Costs, typename Offsets>
+__device__ __forceinline__ void static_write_partition_tables(const StaticPartitionBuild& pb,
+                                                              int ntasks, bool uniform,
+                                                              const Costs& group_cost,
+                                                              const Offsets& group_offsets,
+                                                              int num_groups) {
+  for (int i = threadIdx.x; i < 2 * (pb.grid + 1); i += kStaticTaskBuildThreads) {
+    const int which = i / (pb.grid + 1), cta = i - which * (pb.grid + 1);
+    pb.begins[which * kStaticPartitionStride + cta] = static_cast<int32_t>(static_partition_entry(
+        cta, which, pb, ntasks, uniform, group_cost, group_offsets, num_groups));
+  }
+}
+
 // Every thread of a CTA of kStaticTaskBuildThreads calls it; group_offsets [G + 1] must be
 // visible to the CTA (written by a previous kernel, or by this CTA before a __syncthreads).
 __device__ __forceinline__ void static_build_tasks(const int32_t* group_offsets, int num_groups,
@@ -66,11 +81,7 @@ __device__ __forceinline__ void static_build_tasks(const int32_t* group_offsets,
     const bool overflow = carry > b.capacity;
     const int ntasks = overflow ? b.capacity : carry;
     const bool uniform = overflow || min_rows >= max_rows;
-    for (int i = threadIdx.x; i < 2 * (pb.grid + 1); i += kStaticTaskBuildThreads) {
-      const int which = i / (pb.grid + 1), cta = i - which * (pb.grid + 1);
-      pb.begins[which * kStaticPartitionStride + cta] = static_cast<int32_t>(static_partition_entry(
-          cta, which, pb, ntasks, uniform, group_cost, group_offsets, num_groups));
-    }
+    static_write_partition_tables(pb, ntasks, uniform, group_cost, group_offsets, num_groups);
   }
 }
 
