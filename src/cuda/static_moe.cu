@@ -319,8 +319,13 @@ static sm::StaticInputPrep input_prep(const StaticMoEDesc& d, const Workspace& w
 // the route + plan launch measured 2-3 us slower on deepseek-v3 at 1, 8 and 32 tokens (level on
 // kimi-k2), where fp8_per_tensor's amax there gained 2.5-5 us on qwen3-235b (H200; perf-notes,
 // "Fifteenth pass"). launch_route_and_plan still takes a block128 preparation (its test).
-static bool tasks_in_route(StaticFormat f) {
-  return f != StaticFormat::kFP8Block128;
+// SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS (diagnostic, read at every launch): 1 = fp8_block128's task
+// list and input too in the route + plan launch at one token (where its routing warp now builds
+// the tasks alone, thirty-first pass), 2 = at every token count it routes; 0 / unset: planner.
+static bool tasks_in_route(StaticFormat f, int64_t tokens) {
+  if (f != StaticFormat::kFP8Block128) return true;
+  const int mode = diag_env("SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS", 2);
+  return mode == 2 || (mode == 1 && tokens == 1);
 }
 
 static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
@@ -334,7 +339,7 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   static_moe::StaticTaskBuild b;
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(workspace), sms);
-  if (!tasks_in_route(static_format(d.quant))) return b;
+  if (!tasks_in_route(static_format(d.quant), tokens)) return b;
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
   b.capacity = static_cast<int>(task_capacity(d));
@@ -371,8 +376,8 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int grid = launch_grid(d);
   const sm::StaticPartitionBuild partition = partition_build(d, w, grid);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
-  SERVEKIT_CHECK(!a.tasks_built || tasks_in_route(f), "static moe: tasks_built is not for ",
-                 quant_name(d.quant.method),
+  SERVEKIT_CHECK(!a.tasks_built || tasks_in_route(f, a.tokens),
+                 "static moe: tasks_built is not for ", quant_name(d.quant.method),
                  " (static_task_build returns no tasks for it: its planner prepares the input)");
 
   const int diag_stop = diag_env("SERVEKIT_DIAG_STATIC_STOP", 3);
@@ -440,7 +445,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   // at 1 and 8 tokens); with the tasks in the route + plan launch, kimi-k2 int4 was ~1 us slower
   // with it (docs/perf-notes.md, twentieth pass). SERVEKIT_STATIC_SHARED_PREFETCH=0|1 forces it
   // off or on (read at every launch).
-  const int shared_prefetch_default = tasks_in_route(f) ? 0 : 1;
+  const int shared_prefetch_default = tasks_in_route(f, a.tokens) ? 0 : 1;
   if (d.num_shared > 0 &&
       env_int("SERVEKIT_STATIC_SHARED_PREFETCH", 0, 1, shared_prefetch_default) == 1) {
     SERVEKIT_CHECK(g13.code_bytes % 16 == 0, "static moe: W13 code bytes ", g13.code_bytes,

@@ -604,10 +604,13 @@ TEST(MoECuda, RejectsUnalignedHiddenAndOut) {
 
 // The fp8 formats on the static path: up to 32 tokens the route + plan launch also prepares
 // fp8_per_tensor's input (its amax) on extra CTAs and no planner runs; above, and for
-// fp8_block128 (x's 1x128 quantization) at every size, the static planner prepares it. H = 2048
+// fp8_block128 (x's 1x128 quantization) by default, the static planner prepares it. H = 2048
 // spreads x over several CTAs (4 at 32 tokens, 6 at 48).
 // Checked against the reference on every token (per-tensor scales span the batch), and two
 // forwards of the same input must be bit-identical (the amax slots reduce in a fixed order).
+// fp8_block128 (with a shared expert) also runs with its tasks and input in the route + plan
+// launch (SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS = 1: one token, 2: up to 32 tokens), which must give
+// the planner's bits: the same quantization and the same task list, built elsewhere.
 TEST(MoECuda, StaticFp8InputPreparation) {
   SERVEKIT_REQUIRE_GPU();
   for (QuantMethod q : {QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
@@ -616,6 +619,7 @@ TEST(MoECuda, StaticFp8InputPreparation) {
     c.routing = RoutingMethod::kDeepSeekV3;
     c.experts = 32;
     c.top_k = 4;
+    c.shared = q == QuantMethod::kFP8Block128 ? 1 : 0;
     c.hidden = 2048;
     c.inter = 256;
     c.max_tokens = 64;
@@ -633,6 +637,13 @@ TEST(MoECuda, StaticFp8InputPreparation) {
       check_output(layer, c, in, first);
       const std::vector<float> again = forward(layer, dev, stream);
       EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0);
+      if (q != QuantMethod::kFP8Block128) continue;
+      for (const char* mode : {"1", "2"}) {
+        const testing::ScopedEnv route_tasks("SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS", mode);
+        const std::vector<float> routed = forward(layer, dev, stream);
+        EXPECT_EQ(std::memcmp(first.data(), routed.data(), first.size() * sizeof(float)), 0)
+            << "SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS=" << mode;
+      }
     }
     cudaStreamDestroy(stream);
   }
