@@ -314,17 +314,18 @@ static sm::StaticInputPrep input_prep(const StaticMoEDesc& d, const Workspace& w
   return q;
 }
 
-// Whether the route + plan launch may build the task list (and prepare the input) for format f.
-// Not for fp8_block128, which keeps its planner launch: its task list and x's quantization in
-// the route + plan launch measured 2-3 us slower on deepseek-v3 at 1, 8 and 32 tokens (level on
-// kimi-k2), where fp8_per_tensor's amax there gained 2.5-5 us on qwen3-235b (H200; perf-notes,
-// "Fifteenth pass"). launch_route_and_plan still takes a block128 preparation (its test).
-// SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS (diagnostic, read at every launch): 1 = fp8_block128's task
-// list and input too in the route + plan launch at one token (where its routing warp now builds
-// the tasks alone, thirty-first pass), 2 = at every token count it routes; 0 / unset: planner.
+// Whether the route + plan launch builds the task list (and prepares the input) for format f
+// at `tokens` tokens. Every format but fp8_block128 always. fp8_block128 only at one token, where
+// the routing warp builds the tasks alone (thirty-first pass): deepseek-v3 137.5 / 137.8 ->
+// 134.5 / 134.2 us. From 2 tokens on it keeps its planner launch, whose CTAs quantize x beside
+// the task build: the route + plan launch measured 8 / 4-6 us slower at 8 / 32 tokens (H200;
+// docs/perf-notes.md, thirty-second pass; session 15 found the same with the CTA-wide build).
+// SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS (diagnostic, read at every launch): 0 = fp8_block128 always
+// through its planner, 1 (default) = the route + plan launch at one token, 2 = wherever it routes
+// (up to 32 tokens).
 static bool tasks_in_route(StaticFormat f, int64_t tokens) {
   if (f != StaticFormat::kFP8Block128) return true;
-  const int mode = diag_env("SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS", 2);
+  const int mode = static_cast<int>(env_int("SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS", 0, 2, 1));
   return mode == 2 || (mode == 1 && tokens == 1);
 }
 
@@ -440,12 +441,12 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2.num_shared = d.num_shared;
   l.gemm2.column_counters = w.counters + w.unit_counters;
   // The shared experts' W13 codes in L2 during the prefix (StaticGemmParams::shared_prefetch).
-  // By default only where it measured faster: the formats whose tasks come from the separate
-  // planner (fp8_block128), whose longer prefix leaves HBM idle longer (deepseek-v3 -2 to -7 us
-  // at 1 and 8 tokens); with the tasks in the route + plan launch, kimi-k2 int4 was ~1 us slower
+  // By default only where it measured faster: fp8_block128, whose longer prefix leaves HBM idle
+  // longer (deepseek-v3 -2 to -7 us at 1 and 8 tokens through the planner; -1.0 us at one token
+  // with the tasks in the route + plan launch, thirty-second pass); kimi-k2 int4 was ~1 us slower
   // with it (docs/perf-notes.md, twentieth pass). SERVEKIT_STATIC_SHARED_PREFETCH=0|1 forces it
   // off or on (read at every launch).
-  const int shared_prefetch_default = tasks_in_route(f, a.tokens) ? 0 : 1;
+  const int shared_prefetch_default = f == StaticFormat::kFP8Block128 ? 1 : 0;
   if (d.num_shared > 0 &&
       env_int("SERVEKIT_STATIC_SHARED_PREFETCH", 0, 1, shared_prefetch_default) == 1) {
     SERVEKIT_CHECK(g13.code_bytes % 16 == 0, "static moe: W13 code bytes ", g13.code_bytes,

@@ -608,9 +608,10 @@ TEST(MoECuda, RejectsUnalignedHiddenAndOut) {
 // spreads x over several CTAs (4 at 32 tokens, 6 at 48).
 // Checked against the reference on every token (per-tensor scales span the batch), and two
 // forwards of the same input must be bit-identical (the amax slots reduce in a fixed order).
-// fp8_block128 (with a shared expert) also runs with its tasks and input in the route + plan
-// launch (SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS = 1: one token, 2: up to 32 tokens), which must give
-// the planner's bits: the same quantization and the same task list, built elsewhere.
+// fp8_block128 (with a shared expert) runs through its planner first
+// (SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS=0), then with its tasks and input in the route + plan launch
+// (1, the default: at one token; 2: up to 32 tokens), which must give the planner's bits: the
+// same quantization and the same task list, built elsewhere.
 TEST(MoECuda, StaticFp8InputPreparation) {
   SERVEKIT_REQUIRE_GPU();
   for (QuantMethod q : {QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
@@ -633,9 +634,14 @@ TEST(MoECuda, StaticFp8InputPreparation) {
       SCOPED_TRACE(case_name(c) + "/static");
       const Inputs in = make_inputs(c, t);
       DeviceInputs dev(in, c);
-      const std::vector<float> first = forward(layer, dev, stream);
+      std::vector<float> first, again;
+      {
+        const bool block128 = q == QuantMethod::kFP8Block128;
+        const testing::ScopedEnv planner("SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS", block128 ? "0" : "");
+        first = forward(layer, dev, stream);
+        again = forward(layer, dev, stream);
+      }
       check_output(layer, c, in, first);
-      const std::vector<float> again = forward(layer, dev, stream);
       EXPECT_EQ(std::memcmp(first.data(), again.data(), first.size() * sizeof(float)), 0);
       if (q != QuantMethod::kFP8Block128) continue;
       for (const char* mode : {"1", "2"}) {

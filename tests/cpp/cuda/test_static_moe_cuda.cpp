@@ -476,8 +476,11 @@ TEST(StaticMoECudaArgs, RejectsBadArguments) {
   EXPECT_THROW(static_workspace_bytes(bad), Error);
 
   // static_task_build: the input's preparation only for fp8_per_tensor, on at least one CTA;
-  // none at all for fp8_block128 (its planner builds the tasks); tokens outside 1..max_tokens
-  // and a null or misaligned hidden are errors.
+  // none at all for fp8_block128 from two tokens on (its planner builds the tasks; at one token
+  // the route + plan launch does, with x's 1x128 quantization: below); tokens outside
+  // 1..max_tokens and a null or misaligned hidden are errors. The switch is pinned to its
+  // default so that a caller's environment cannot change what is checked.
+  const testing::ScopedEnv route_tasks("SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS", "1");
   DeviceBuffer x(sizeof(uint16_t) * d.max_tokens * d.hidden + 16);
   for (QuantMethod q :
        {QuantMethod::kBF16, QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
@@ -499,8 +502,15 @@ TEST(StaticMoECudaArgs, RejectsBadArguments) {
     EXPECT_THROW(static_task_build(e, ws.ptr, x.as<uint8_t>() + 2, 3), Error);
     EXPECT_THROW(static_task_build(e, nullptr, x.ptr, 3), Error);
     if (q == QuantMethod::kFP8Block128) {
-      // Its planner quantizes x: tasks_built (no planner) is refused, after every other check
-      // passed (the pointers are never read: the call throws before any launch).
+      const static_moe::StaticTaskBuild one = static_task_build(e, ws.ptr, x.ptr, 1);
+      EXPECT_NE(one.tasks, nullptr);
+      EXPECT_GT(one.input.ctas, 0);
+      EXPECT_NE(one.input.xq, nullptr);
+      EXPECT_NE(one.input.xs, nullptr);
+      EXPECT_EQ(one.input.amax_slots, nullptr);
+      EXPECT_EQ(one.input.x_elems, e.hidden);
+      // From two tokens its planner quantizes x: tasks_built (no planner) is refused, after every
+      // other check passed (the pointers are never read: the call throws before any launch).
       int32_t* p32 = x.as<int32_t>();
       StaticMoEArgs t;
       t.experts = x.as<StaticExpertPtrs>();
