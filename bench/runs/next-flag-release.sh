@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in session 31, not GPU-run (compiled for sm_90a here; CPU suite passes with it).
+# Prepared in session 31; run in session 32 at f571d85+flag (ab/2026-12-03-s32-flag): correct,
+# 0.2-1.0 us slower, not merged (docs/perf-notes.md, thirty-second pass).
 # The flag release (bench/runs/flag-release.patch; docs/perf-notes.md, thirty-first pass, Next 1):
 # GEMM1 waits for the route + plan launch's CTAs to publish their writes (a counter with
 # release / acquire semantics) instead of that grid's completion, 1.3-1.8 us after its last
