@@ -135,9 +135,12 @@ elif ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
   run_stage memcheck "$(cap $(($(left) - 90)) 120)" "$OUT/sanitizer.log" \
     "$SANITIZER" --tool memcheck --error-exitcode 1 \
     "$BUILD_DIR/servekit" moe --preset tiny --tokens 33 --quant bf16 --device cuda --check
+  # 1 / 8 / 33 tokens: the routing warp's one-token plan and tasks (fp8_block128's input too),
+  # the route + plan launch's CTA-wide task build, and the planner above 32 tokens.
   run_stage memcheck-bench "$(cap $(($(left) - 80)) 90)" "$OUT/sanitizer.log" \
     "$SANITIZER" --tool memcheck --error-exitcode 1 \
-    "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128,int4_w4a16 --tokens 33 \
+    "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128,int4_w4a16 \
+    --tokens 1,8,33 \
     --routing uniform --path both --repeats 2 --warmup 1 --check-tokens 8 --threads 4
   # The static kernel's shared-memory ring (mbarriers, bulk copies, a producer warp): races.
   run_stage racecheck "$(cap $(($(left) - 70)) 90)" "$OUT/sanitizer.log" \
