@@ -70,10 +70,12 @@ struct StaticMoEArgs {
 
 // Where launch_route_and_plan builds the task list of the static path (in the workspace) for
 // `tokens` tokens of `hidden` (device [T, H] bf16, 16-byte aligned), with the input's
-// preparation for GEMM1 (input.ctas > 0 for fp8_per_tensor: x's amax) on extra CTAs of the same
-// launch; tasks == nullptr for fp8_block128, whose planner launch measured faster (it builds
-// the tasks and quantizes x). Throws servekit::Error for a null workspace, a null or
-// misaligned hidden, or tokens outside 1..max_tokens.
+// preparation for GEMM1 (input.ctas > 0 for fp8_per_tensor: x's amax; for fp8_block128 at one
+// token: x's 1x128 codes and scales) on extra CTAs of the same launch. tasks == nullptr for
+// fp8_block128 from two tokens on, whose planner launch measured faster there (it builds the
+// tasks and quantizes x); SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS (docs/static_moe.md) moves that
+// boundary, and launch_static_moe must see the same value. Throws servekit::Error for a null
+// workspace, a null or misaligned hidden, or tokens outside 1..max_tokens.
 static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* workspace,
                                               const void* hidden, int64_t tokens);
 
