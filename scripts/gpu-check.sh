@@ -12,12 +12,13 @@
 # Environment:
 #   OUT              where results and logs go (default ./out): bench-<set>.json, bench-<set>.log,
 #                    build.log, tests.log, sanitizer.log, summary.txt
-#   BENCH_SET        quick (default) | issue3 | issue4 | issues | full | none
+#   BENCH_SET        quick (default) | issue3 | issue4 (= issue4a + issue4b) | issues | full | none
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
 #   RUN_TESTS        0 skips the test and sanitizer stages (a benchmark-only call on a commit whose
-#                    full check already passed; default 1)
+#                    full check already passed; default 1); "sanitize" skips the ctest stages and
+#                    keeps the sanitizers (a commit whose GPU suite passed, code unchanged since)
 # Exit status: 0 when every stage passed, 1 otherwise (later stages still run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -27,7 +28,13 @@ BUDGET_S=${BUDGET_S:-540}
 # The stages' own limits come out of BUDGET_S (build up to left-150 s, GPU tests up to left-120 s);
 # on the H200 the build takes ~75 s and the 137 GPU tests ~180 s, so a budget under ~420 s cuts
 # the GPU tests short (session 27: BUDGET_S=290 stopped them after 32 of 137). Say so up front.
-if ((${RUN_TESTS:-1} && BUDGET_S < 420)); then
+RUN_TESTS=${RUN_TESTS:-1}
+case $RUN_TESTS in
+  0 | 1) RUN_SANITIZERS=$RUN_TESTS ;;
+  sanitize) RUN_TESTS=0 RUN_SANITIZERS=1 ;;
+  *) echo "gpu-check: RUN_TESTS=$RUN_TESTS: expected 0, 1 or sanitize"; exit 2 ;;
+esac
+if ((RUN_TESTS && BUDGET_S < 420)); then
   echo "gpu-check: warning: BUDGET_S=$BUDGET_S is under the ~420 s the build and the whole GPU" \
     "suite need; the GPU-test stage may time out (BUDGET_S=420 or more, or RUN_TESTS=0)"
 fi
@@ -35,7 +42,6 @@ OUT=${OUT:-$PWD/out}
 BENCH_SET=${BENCH_SET:-quick}
 mkdir -p "$OUT"
 BUILD_DIR=${BUILD_DIR:-build}
-RUN_TESTS=${RUN_TESTS:-1}
 JOBS=$(nproc)
 
 left() { echo $((START + BUDGET_S - $(date +%s))); }
@@ -106,7 +112,7 @@ fi
 # ---- tests -------------------------------------------------------------------------------------
 : >"$OUT/tests.log"
 if ((!RUN_TESTS)); then
-  echo "tests skipped (RUN_TESTS=0)" | tee -a "$OUT/tests.log"
+  echo "tests skipped (RUN_TESTS=${RUN_SANITIZERS/1/sanitize})" | tee -a "$OUT/tests.log"
   record tests skipped 0
 elif ((BUILD_OK)) && [[ -f $BUILD_DIR/CTestTestfile.cmake ]]; then
   echo "--- GPU tests" >>"$OUT/tests.log"
@@ -129,7 +135,7 @@ fi
 SANITIZER=$(command -v compute-sanitizer ||
   ls /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda*/compute-sanitizer/compute-sanitizer \
     2>/dev/null | head -n 1)
-if ((!RUN_TESTS)); then
+if ((!RUN_SANITIZERS)); then
   echo "sanitizers skipped (RUN_TESTS=0)" | tee -a "$OUT/sanitizer.log"
 elif ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
   run_stage memcheck "$(cap $(($(left) - 90)) 120)" "$OUT/sanitizer.log" \
@@ -164,14 +170,16 @@ ISSUE3_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routi
 # The static path's target rows (issue 4), both paths side by side so the cutover shows;
 # small presets first so the budget cuts the expensive loads, never the reverse; last, the
 # "all tokens on one expert" rows (--routing one) at 128 tokens.
-ISSUE4_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing uniform --path both
+ISSUE4A_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing uniform --path both
       --then --preset qwen3-235b-a22b --quant bf16,int4_w4a16 --tokens 1,8,32 --routing uniform
       --path both --check-tokens 8
       --then --preset gpt-oss-120b --quant mxfp4_w4a16 --tokens 1,8,32 --routing uniform --path both
       --check-tokens 8
       --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32,128 --routing uniform,skewed
-      --path both --check-tokens 8
-      --then --preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path both
+      --path both --check-tokens 8)
+# The tail: the budget of one call cuts it from issue4 (session 20), so issue4a + issue4b in two
+# calls give the whole set (bench/summarize.py reads both files).
+ISSUE4B_ARGS=(--preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path both
       --check-tokens 8
       --then --preset qwen3-235b-a22b --quant bf16 --tokens 128 --routing one --path both
       --check-tokens 8
@@ -182,15 +190,17 @@ case $BENCH_SET in
     BENCH_ARGS=(--preset qwen3-30b-a3b --quant bf16,fp8_block128,fp8_per_tensor
       --tokens 1,8,128,2048 --routing uniform,skewed) ;;
   issue3) BENCH_ARGS=("${ISSUE3_ARGS[@]}") ;;
-  issue4) BENCH_ARGS=("${ISSUE4_ARGS[@]}") ;;
+  issue4) BENCH_ARGS=("${ISSUE4A_ARGS[@]}" --then "${ISSUE4B_ARGS[@]}") ;;
+  issue4a) BENCH_ARGS=("${ISSUE4A_ARGS[@]}") ;;
+  issue4b) BENCH_ARGS=("${ISSUE4B_ARGS[@]}") ;;
   full)
     BENCH_ARGS=(--preset all --quant default,bf16,fp8_block128
       --tokens 1,8,32,128,512,2048,8192 --routing uniform,skewed --check-tokens 32) ;;
   issues)  # issue3 then issue4, in one call
-    BENCH_ARGS=("${ISSUE3_ARGS[@]}" --then "${ISSUE4_ARGS[@]}") ;;
+    BENCH_ARGS=("${ISSUE3_ARGS[@]}" --then "${ISSUE4A_ARGS[@]}" --then "${ISSUE4B_ARGS[@]}") ;;
   none) BENCH_ARGS=() ;;
   *)
-    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, issue4, issues, full or none)"
+    echo "unknown BENCH_SET=$BENCH_SET (quick, issue3, issue4, issue4a, issue4b, issues, full or none)"
     BENCH_ARGS=()
     record bench bad-set 0 ;;
 esac
