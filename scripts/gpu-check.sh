@@ -177,8 +177,9 @@ ISSUE4A_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,8,32,128 --routing 
       --check-tokens 8
       --then --preset deepseek-v3 --quant fp8_block128 --tokens 1,8,32,128 --routing uniform,skewed
       --path both --check-tokens 8)
-# The tail: the budget of one call cuts it from issue4 (session 20), so issue4a + issue4b in two
-# calls give the whole set (bench/summarize.py reads both files).
+# The tail. Session 20's issue4 call ran out of its box before it; with the parallel loads the
+# whole set takes ~200 s (session 33: 87 + 111 s), but issue4a + issue4b in two calls leave room
+# for the tests or the sanitizers in each (bench/summarize.py reads both files).
 ISSUE4B_ARGS=(--preset kimi-k2 --quant int4_w4a16 --tokens 1,8,32 --routing uniform --path both
       --check-tokens 8
       --then --preset qwen3-235b-a22b --quant bf16 --tokens 128 --routing one --path both

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Session 33. At one token the GEMMs partition their steps themselves (no tables written by the
+# Session 33; ran at b336a7d (ab/2026-12-03-s33-own-partition): level, not merged, main reverted
+# to the tables (docs/perf-notes.md, thirty-third pass); the change is bench/runs/own-partition.patch,
+# which this script now applies. At one token the GEMMs partition their steps themselves (no tables written by the
 # prefix; SERVEKIT_STATIC_ONE_TOKEN_TABLES=0) against the tables (1, the default): the stamps of
 # ab/2026-12-03-s33-prefetch-stamps put ~2.3 us (5.4 with fp8_block128's shared prefetch running)
 # between the plan warp's offsets and the prefix's last write, part of it the tables' code.
 # Stages: build; the new test, then the route + plan, static and layer GPU tests; one-token rows,
 # static path, tables 1 / 0, two rounds (deepseek-v3's second round with the stamps); memcheck of
 # the new test. One text file and one tarball come back.
-# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-03-s33-own-partition.sh
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha>+own bash bench/runs/2026-12-03-s33-own-partition.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, bench_row, work_dir
 BUDGET_S=${BUDGET_S:-560}
 work_dir own-partition
+if ! grep -q uniform_align src/cuda/kernels/static/static_params.h; then
+  patch -p1 <bench/runs/own-partition.patch >"$W/patch.log" 2>&1 || { say "patch failed"; exit 1; }
+fi
 build_dev "$W/build.log"
 say "build done"
 T=$B/servekit_gpu_tests

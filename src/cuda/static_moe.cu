@@ -215,21 +215,10 @@ int launch_grid(const StaticMoEDesc& d) {
   return grid;
 }
 
-// Whether a call of `tokens` tokens leaves its partition to the GEMMs (no tables): at one token
-// every task has one row, so the tables hold static_equal_rows_begin's entries, which each GEMM
-// CTA can compute itself (StaticGemmParams::uniform_align) instead of the prefix writing them.
-// SERVEKIT_STATIC_ONE_TOKEN_TABLES (read at every launch): 1 (default) = the prefix writes the
-// tables at one token too, 0 = the GEMMs compute them (docs/perf-notes.md, thirty-third pass).
-bool gemms_partition_themselves(int64_t tokens) {
-  return tokens == 1 && env_int("SERVEKIT_STATIC_ONE_TOKEN_TABLES", 0, 1, 1) == 0;
-}
-
 // What the task build writes besides the tasks: the GEMMs' weighted partition tables, unless
-// the row cost is 0 or the bounds do not fit the tables (static_weighted_fits), or the GEMMs
-// partition a one-token call themselves (gemms_partition_themselves): then none, and the GEMMs
-// use the uniform partition (whole units per CTA in the last case, as the tables would).
-sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace& w, int grid,
-                                         int64_t tokens) {
+// the row cost is 0 or the bounds do not fit the tables (static_weighted_fits): then none, and
+// the GEMMs use the uniform partition.
+sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace& w, int grid) {
   const StaticFormat f = static_format(d.quant);
   const sm::StaticMatrixGeometry g13 =
       sm::static_geometry(f, w13_rows(d), d.hidden, activation_is_gated(d.activation));
@@ -242,7 +231,6 @@ sm::StaticPartitionBuild partition_build(const StaticMoEDesc& d, const Workspace
   b.kblocks[1] = static_cast<int>(g2.kblocks);
   b.ngroups[0] = static_cast<int>(unit_groups(g13.rows));
   b.ngroups[1] = static_cast<int>(unit_groups(g2.rows));
-  if (gemms_partition_themselves(tokens)) return b;  // begins null, align kept
   const int64_t tasks = task_capacity(d);
   for (int i = 0; i < 2; ++i)
     if (!sm::static_weighted_fits(tasks, rows_capacity(d), b.row_cost, b.kblocks[i], b.ngroups[i],
@@ -356,7 +344,7 @@ static_moe::StaticTaskBuild static_task_build(const StaticMoEDesc& d, void* work
   b.tasks = w.tasks;
   b.num_tasks = w.num_tasks;
   b.capacity = static_cast<int>(task_capacity(d));
-  b.partition = partition_build(d, w, launch_grid(d), tokens);
+  b.partition = partition_build(d, w, launch_grid(d));
   b.input = input_prep(d, w, sms, hidden, tokens);
   b.diag_prefix = diag_prefix_slots(sm::kPrefixRoutePlan);
   return b;
@@ -387,10 +375,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   const int sms = sm_count();
   const Workspace w = carve(d, static_cast<uint8_t*>(a.workspace), sms);
   const int grid = launch_grid(d);
-  const sm::StaticPartitionBuild partition = partition_build(d, w, grid, a.tokens);
-  // The GEMMs' own partition (no table): whole units per CTA only where the tables would have
-  // them, i.e. a one-token call (gemms_partition_themselves); else uniform, as before.
-  const int uniform_align = gemms_partition_themselves(a.tokens) && partition.align ? 1 : 0;
+  const sm::StaticPartitionBuild partition = partition_build(d, w, grid);
   const bool per_tensor = f == StaticFormat::kFP8PerTensor;
   SERVEKIT_CHECK(!a.tasks_built || tasks_in_route(f, a.tokens),
                  "static moe: tasks_built is not for ", quant_name(d.quant.method),
@@ -423,8 +408,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.pdl = a.pdl;
   l.grid = grid;
   l.gemm1 = gemm_params(w, a, g13);
-  l.gemm1.cta_begins = partition.begins;  // null: the GEMM's own partition
-  l.gemm1.uniform_align = uniform_align;
+  l.gemm1.cta_begins = partition.begins;  // null: the uniform partition
   l.gemm1.x = static_cast<const uint16_t*>(a.hidden);
   l.gemm1.xq = w.xq;
   l.gemm1.xs = w.xs;
@@ -443,7 +427,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2 = gemm_params(w, a, g2);
   l.gemm2.cta_begins =
       partition.begins != nullptr ? partition.begins + sm::kStaticPartitionStride : nullptr;
-  l.gemm2.uniform_align = uniform_align;
   l.gemm2.h = w.h;
   l.gemm2.amax_in = per_tensor ? w.h_amax : nullptr;
   l.gemm2.y = static_cast<uint16_t*>(a.y);

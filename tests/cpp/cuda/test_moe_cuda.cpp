@@ -655,49 +655,6 @@ TEST(MoECuda, StaticFp8InputPreparation) {
   }
 }
 
-// At one token the GEMMs can partition their steps themselves instead of reading the tables the
-// prefix writes (SERVEKIT_STATIC_ONE_TOKEN_TABLES=0): the same function gives both
-// (static_equal_rows_begin), so the bits must not move. hidden = 52 x 128 gives GEMM2 5 x 52 =
-// 260 units, which fit whole in a 264-CTA wave (the aligned branch); GEMM1's 5 x 4 units take the
-// uniform one. Each run is also checked against the CPU reference.
-TEST(MoECuda, StaticOneTokenPartitionWithoutTables) {
-  SERVEKIT_REQUIRE_GPU();
-  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kInt4W4A16}) {
-    Case c;
-    c.quant = q;
-    c.routing = RoutingMethod::kDeepSeekV3;
-    c.experts = 16;
-    c.top_k = 4;
-    c.shared = 1;
-    c.hidden = 52 * 128;
-    c.inter = 256;
-    c.max_tokens = 8;
-    c.tokens = 1;
-    c.path = MoEPath::kStatic;
-    SCOPED_TRACE(case_name(c));
-    MoELayer layer(make_config(c));
-    load_experts(layer, c);
-    cudaStream_t stream = nullptr;
-    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-    const Inputs in = make_inputs(c, c.tokens);
-    DeviceInputs dev(in, c);
-    std::vector<float> tables, own;
-    {
-      const testing::ScopedEnv env("SERVEKIT_STATIC_ONE_TOKEN_TABLES", "1");
-      tables = forward(layer, dev, stream);
-    }
-    {
-      const testing::ScopedEnv env("SERVEKIT_STATIC_ONE_TOKEN_TABLES", "0");
-      own = forward(layer, dev, stream);
-    }
-    check_output(layer, c, in, tables);
-    check_output(layer, c, in, own);
-    EXPECT_EQ(std::memcmp(tables.data(), own.data(), tables.size() * sizeof(float)), 0)
-        << "the GEMMs' own one-token partition changed the bits";
-    cudaStreamDestroy(stream);
-  }
-}
-
 // A forward captured in a CUDA graph and replayed gives bit-identical output to the eager run;
 // an eager forward allocates no device memory; two runs are bit-identical (no atomics order).
 TEST(MoECuda, GraphReplayNoAllocationDeterminism) {

@@ -300,10 +300,8 @@ __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParam
     s_begin = p.cta_begins[cta];
     s_end = p.cta_begins[cta + 1];
   } else if (r.total) {
-    const int64_t units = int64_t{r.ntasks} * p.ngroups;
-    const bool align = p.uniform_align != 0;
-    s_begin = static_cast<int>(static_equal_rows_begin(cta, units, r.kblocks, grid, align));
-    s_end = static_cast<int>(static_equal_rows_begin(cta + 1, units, r.kblocks, grid, align));
+    s_begin = static_cast<int>(static_cta_begin(cta, r.total, grid));
+    s_end = static_cast<int>(static_cta_begin(cta + 1, r.total, grid));
   }
   r.u_first = s_begin / r.kblocks;
   r.u_last = s_end > s_begin ? (s_end - 1) / r.kblocks : r.u_first - 1;
@@ -343,14 +341,11 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
     pdl_trigger();
   }
   const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
-  const int64_t units = int64_t{r.ntasks} * p.ngroups;
-  const int grid = static_cast<int>(gridDim.x);
   if (threadIdx.x < kStaticThreads)
-    for (int i = threadIdx.x; i <= grid; i += kStaticThreads)
-      static_partition_smem()[i] = p.cta_begins != nullptr
-                                       ? p.cta_begins[i]
-                                       : static_cast<int32_t>(static_equal_rows_begin(
-                                             i, units, r.kblocks, grid, p.uniform_align != 0));
+    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
+      static_partition_smem()[i] =
+          p.cta_begins != nullptr ? p.cta_begins[i]
+                                  : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
   return r;
 }
 

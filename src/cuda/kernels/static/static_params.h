@@ -91,11 +91,9 @@ struct StaticGemmParams {
 
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
-                                        // weighted partition), or null: the GEMM's own
-  int uniform_align = 0;  // with cta_begins null: 1 = whole units per CTA where they fit, as the
-                          // tables' equal-row entries (static_equal_rows_begin); 0 = uniform
-  float* partials = nullptr;         // [grid][2][kStaticWarps][4][32] float4
-  int32_t* unit_counters = nullptr;  // [units], zero between launches
+                                        // weighted partition), or null: the uniform partition
+  float* partials = nullptr;            // [grid][2][kStaticWarps][4][32] float4
+  int32_t* unit_counters = nullptr;     // [units], zero between launches
 
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
   // [grid][kStaticDiagSlots] per CTA: kStaticDiagStamps global-timer stamps, then the SM id and

@@ -290,17 +290,6 @@ SERVEKIT_HD bool static_aligned_fits(int64_t units, int grid) {
   return per * grid * 100 <= units * 105;
 }
 
-// First step of CTA b (0 <= b <= grid) of the partition of an equal-row plan of `units` units of
-// kblocks k-blocks: whole units per CTA where align and static_aligned_fits, else uniform. The
-// tables' entry for such plans (static_partition_entry) and the GEMMs' own partition when they
-// have no table (StaticGemmParams::uniform_align) are this one function, so both give the same
-// ranges (and the same bits).
-SERVEKIT_HD int64_t static_equal_rows_begin(int64_t b, int64_t units, int kblocks, int grid,
-                                            bool align) {
-  if (align && static_aligned_fits(units, grid)) return b * units / grid * kblocks;
-  return static_cta_begin(b, units * kblocks, grid);
-}
-
 // Entry b of GEMM `which`'s table as static_build_tasks writes it, for a plan of ntasks tasks.
 // When every task has the same rows (one token, one row per expert: weights would not move a
 // cut) or the task list overflowed: whole units per CTA where static_aligned_fits (and pb.align),
@@ -310,7 +299,9 @@ SERVEKIT_HD int64_t static_partition_entry(int b, int which, const StaticPartiti
                                            int64_t ntasks, bool uniform, const Costs& group_cost,
                                            const Offsets& offsets, int num_groups) {
   const int64_t units = ntasks * pb.ngroups[which];
-  if (uniform) return static_equal_rows_begin(b, units, pb.kblocks[which], pb.grid, pb.align);
+  if (uniform && pb.align && static_aligned_fits(units, pb.grid))
+    return b * units / pb.grid * pb.kblocks[which];
+  if (uniform) return static_cta_begin(b, units * pb.kblocks[which], pb.grid);
   return static_weighted_begin(b, pb.grid, pb.kblocks[which], pb.ngroups[which], group_cost,
                                offsets, num_groups, pb.row_cost);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 32, not GPU-run (plan.cu compiled for sm_90a with the patch applied).
+# Prepared in session 32; ran in session 33 at cba776e+stamps (ab/2026-12-03-s33-stamps).
 # Where does one token's plan on the routing warp spend 3.8 us on deepseek-v3 (1.3 us on
 # qwen3-235b int4)? docs/perf-notes.md, thirty-second pass, Next 2. bench/runs/plan-warp-stamps.patch
 # moves two of the route + plan kernel's stamps: "routed" to right after route_token returns
@@ -9,7 +9,7 @@
 # stamps only (SERVEKIT_DIAG_STATIC_TIMES); nothing else changes.
 # Stages: apply the patch; build; RoutePlanCuda.* (the patch touches that kernel); stamps at one
 # token, static path, two rounds: deepseek-v3 fp8_block128, qwen3-235b int4, kimi-k2 int4.
-# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha>+stamps bash bench/runs/next-plan-warp-stamps.sh
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha>+stamps bash bench/runs/2026-12-03-s33-stamps.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, bench_row, work_dir
 BUDGET_S=${BUDGET_S:-400}
