@@ -455,9 +455,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm1.shared_first = d.num_groups - d.num_shared;
     l.gemm1.shared_count = d.num_shared;
     l.gemm1.shared_code_bytes = g13.code_bytes;
-    // Diagnostic: how much of it (the first N percent of the codes; session 33's sweep).
-    l.gemm1.shared_prefetch_pct =
-        static_cast<int>(env_int("SERVEKIT_DIAG_SHARED_PREFETCH_PCT", 1, 100, 100));
   }
   // fp8_block128: from kHQuantMinRows routed rows on, quantize h once between the GEMMs
   // instead of at every GEMM2 unit; below, the extra launch would cost more than it saves.

@@ -315,8 +315,7 @@ __device__ __forceinline__ StaticCtaRange static_cta_range(const StaticGemmParam
 // within one expert (16-byte multiples).
 __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p) {
   constexpr int64_t kChunk = 64 * 1024;
-  const int64_t per = p.shared_code_bytes;
-  const int64_t total = per * p.shared_count * p.shared_prefetch_pct / 100 / 16 * 16;
+  const int64_t per = p.shared_code_bytes, total = per * p.shared_count;
   const int64_t slice = (total / 16 + gridDim.x - 1) / gridDim.x * 16;
   const int64_t end = min(total, (blockIdx.x + 1) * slice);
   for (int64_t o = blockIdx.x * slice; o < end;) {

@@ -88,7 +88,6 @@ struct StaticGemmParams {
   int shared_prefetch = 0;
   int shared_first = 0, shared_count = 0;
   int64_t shared_code_bytes = 0;
-  int shared_prefetch_pct = 100;  // the first this many percent of those codes (diagnostic)
 
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
