@@ -604,14 +604,13 @@ TEST(MoECuda, RejectsUnalignedHiddenAndOut) {
 
 // The fp8 formats on the static path: up to 32 tokens the route + plan launch also prepares
 // fp8_per_tensor's input (its amax) on extra CTAs and no planner runs; above, and for
-// fp8_block128 (x's 1x128 quantization) by default, the static planner prepares it. H = 2048
-// spreads x over several CTAs (4 at 32 tokens, 6 at 48).
-// Checked against the reference on every token (per-tensor scales span the batch), and two
-// forwards of the same input must be bit-identical (the amax slots reduce in a fixed order).
-// fp8_block128 (with a shared expert) runs through its planner first
-// (SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS=0), then with its tasks and input in the route + plan launch
-// (1, the default: at one token; 2: up to 32 tokens), which must give the planner's bits: the
-// same quantization and the same task list, built elsewhere.
+// fp8_block128 (x's 1x128 quantization) from two tokens on, the static planner prepares it. H =
+// 2048 spreads x over several CTAs (4 at 32 tokens, 6 at 48). Checked against the reference on
+// every token (per-tensor scales span the batch), and two forwards of the same input must be
+// bit-identical (the amax slots reduce in a fixed order). fp8_block128 (with a shared expert) runs
+// through its planner first (SERVEKIT_DIAG_BLOCK128_ROUTE_TASKS=0), then with its tasks and input
+// in the route + plan launch (1, the default: at one token; 2: up to 32 tokens), which must give
+// the planner's bits: the same quantization and the same task list, built elsewhere.
 TEST(MoECuda, StaticFp8InputPreparation) {
   SERVEKIT_REQUIRE_GPU();
   for (QuantMethod q : {QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
