@@ -10,6 +10,10 @@
 //                                   issue 3's rows; docs/perf-notes.md, twenty-fifth pass); 0
 //                                   keeps the usual W13 layout and the separate pass. Results
 //                                   are identical either way.
+//   SERVEKIT_DIAG_SWAP_FUSED_ACT=0|1  A/B only: 0 runs the separate pass where the run's tile
+//                                   is bf16's swap-AB tile, as before session 34 (the tile pick
+//                                   still counts the swap tile as fusing). Default 1. Results
+//                                   are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

@@ -226,13 +226,13 @@ enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap };
 inline constexpr double kSwapOverFusedPadding = 0.97;
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
 // shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in
-// its epilogue. The 64-row tile up to small_m_tile_max_rows, then the swap-AB tile where its
-// expected padding (expected_tile_padding) is below the 128-row tile's (times
-// kSwapOverFusedPadding when that one fuses), else the 128-row tile. Against the measurements
-// above: 64 rows large (2.0 vs 2.25), 128 swap (1.49 vs 1.19), 143 swap, 256 swap (1.24 vs 1.14;
-// measured 0.8-1.6% slower on qwen3 where the large tile fuses, 1.9% faster on deepseek-v3 and
-// 12% on gpt-oss), 512 large (1.12 vs 1.13). A forced choice (SERVEKIT_GEMM_TILE) the format
-// lacks falls back to the 128-row tile.
+// its epilogue and the swap-AB tile would not (the caller passes false when both would). The 64-row
+// tile up to small_m_tile_max_rows, then the swap-AB tile where its expected padding
+// (expected_tile_padding) is below the 128-row tile's (times kSwapOverFusedPadding when that one
+// fuses), else the 128-row tile. Against the measurements above: 64 rows large (2.0 vs 2.25), 128
+// swap (1.49 vs 1.19), 143 swap, 256 swap (1.24 vs 1.14; measured 0.8-1.6% slower on qwen3 where
+// the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13). A
+// forced choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile.
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
                                      GemmTileChoice choice = GemmTileChoice::kAuto) {
   switch (choice) {
@@ -257,11 +257,15 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
 // Whether a tile can run GEMM1's gated activation in its epilogue
 // (kernels/gemm/sm90_act_epilogue.cuh): the 128x256 cooperative tile of bf16 and fp8_block128,
 // whose output tile n is gate columns [128n, 128n + 128) next to the same up columns when W13 is
-// interleaved in 128-row blocks (interleaved_w13_row). fp8_per_tensor quantizes the intermediate
-// by one scale over the whole tensor, which needs every row's activation first: never fused.
+// interleaved in 128-row blocks (interleaved_w13_row), and bf16's 256-row cooperative swap-AB
+// tile, whose 256 weight rows are those same 128 gate and 128 up rows (each warp group holds
+// rows r and r + 128; bf16 intermediates only: the runner keeps the pass for an e4m3 one, whose
+// 1x128 amax would span the two warp groups). fp8_per_tensor quantizes the intermediate by one
+// scale over the whole tensor, which needs every row's activation first: never fused.
 constexpr bool gemm_tile_fuses_activation(GemmOperand op, const GemmTileConfig& t) {
-  return op != GemmOperand::kFP8PerTensor && !t.swap_ab && t.tile_m == 128 && t.tile_n == 256 &&
-         t.schedule == GemmSchedule::kCooperative;
+  if (t.schedule != GemmSchedule::kCooperative) return false;
+  if (t.swap_ab) return op == GemmOperand::kBF16 && t.tile_m == 256;
+  return op != GemmOperand::kFP8PerTensor && t.tile_m == 128 && t.tile_n == 256;
 }
 
 // W13 interleaved for the fused activation: physical row p of an expert's [2I, H] gate/up

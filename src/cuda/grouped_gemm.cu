@@ -69,8 +69,11 @@ class TileChoosingGemm final : public GroupedGemm {
   GemmTileKind kind_for(int64_t per_group) const {
     const int64_t last = last_pick_.load(std::memory_order_relaxed);
     if (last >= 0 && last >> 2 == per_group) return static_cast<GemmTileKind>(last & 3);
+    // The 128-row tile's fused epilogue tips the balance only where the swap-AB tile has none.
+    const bool large_fuses_alone =
+        large_->fuses_activation() && !(swap_ && swap_->fuses_activation());
     const GemmTileKind kind =
-        choose_gemm_tile(large_->shape().operand, per_group, large_->fuses_activation(), choice_);
+        choose_gemm_tile(large_->shape().operand, per_group, large_fuses_alone, choice_);
     last_pick_.store(per_group << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
     return kind;
   }

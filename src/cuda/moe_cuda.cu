@@ -86,6 +86,13 @@ bool dynamic_fused_act_from_env() {
   SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_FUSED_ACT='", v, "' must be 1 or 0");
   return *on;
 }
+bool swap_fused_act_from_env() {
+  const char* v = std::getenv("SERVEKIT_DIAG_SWAP_FUSED_ACT");
+  if (v == nullptr) return true;
+  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
+  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DIAG_SWAP_FUSED_ACT='", v, "' must be 1 or 0");
+  return *on;
+}
 int dynamic_stop_from_env() {
   const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
   if (v == nullptr) return 0;
@@ -150,7 +157,8 @@ class CudaMoEBackend final : public MoEBackend {
   // fp8_per_tensor's tensor-wide scale), and GEMM1 runs the activation in its epilogue on the runs
   // whose tile has it; the others run the activation pass on the interleaved output.
   bool w13_interleaved_ = false;
-  int diag_stop_ = 0;  // SERVEKIT_DIAG_DYNAMIC_STOP
+  int diag_stop_ = 0;           // SERVEKIT_DIAG_DYNAMIC_STOP
+  bool swap_fused_act_ = true;  // SERVEKIT_DIAG_SWAP_FUSED_ACT
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
   // weights above, the A1 / H1 / A2 workspace and the two grouped GEMMs; else none of them is
@@ -170,6 +178,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   device_ = cfg.exec.device.index;
   pdl_ = dynamic_pdl_from_env();
   diag_stop_ = dynamic_stop_from_env();
+  swap_fused_act_ = swap_fused_act_from_env();
   hidden_ = cfg.experts.hidden_size;
   inter_ = cfg.experts.intermediate_size;
   w13_rows_ = w13_rows(cfg);
@@ -475,7 +484,8 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
   // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2
   // instead of H1, and stop 3 includes the activation).
-  const bool fused = w13_interleaved_ && gemm1_->fuses_activation(rows_bound);
+  const bool fused = w13_interleaved_ && gemm1_->fuses_activation(rows_bound) &&
+                     (swap_fused_act_ || !gemm1_->config(rows_bound).tile.swap_ab);
   if (fused) {
     g1.act_out = a2_.get();
     g1.act_out_scale = sfa2_.get<float>();

@@ -443,8 +443,16 @@ TEST(GroupedGemmCuda, FP8Block128FusedActivation) {
   run_fused_activation_case(GemmOperand::kFP8Block128, ActFormat::kFP8Block128,
                             make_grouped_gemm_fp8_block128, 1152, 2944);
 }
-// The 64-row and swap-AB tiles have no fused epilogue: they report it, and a run that asks for it
-// throws; a fused shape whose output format does not match the operand is refused at construction.
+// bf16's swap-AB tile (256 weight rows x 144 tokens) with the bf16 intermediate: I = 1408 makes
+// N = 2I 11 tiles of 256 weight rows, so the 2x1 cluster's last pair has a tile past N; the
+// 300-row group spans three token tiles (the last one 12 rows).
+TEST(GroupedGemmCuda, BF16SwapFusedActivation) {
+  run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16, make_grouped_gemm_bf16_swap, 1408,
+                            2880);
+}
+// The 64-row tile has no fused epilogue, and the swap-AB tile none for an e4m3 intermediate
+// (mxfp4_w4a8's round trip): they report it, and a run that asks for it throws; a fused shape
+// whose output format does not match the operand is refused at construction.
 TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   SERVEKIT_REQUIRE_GPU();
   GroupedGemmShape shape{GemmOperand::kBF16, 5, 3072, 2880, 318};
@@ -452,11 +460,18 @@ TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   auto small = make_grouped_gemm_bf16_small_m(shape, 0);
   EXPECT_FALSE(small->fuses_activation());
   auto swap = make_grouped_gemm_bf16_swap(shape, 0);
-  EXPECT_FALSE(swap->fuses_activation());
+  EXPECT_TRUE(swap->fuses_activation());
   auto picked = GroupedGemm::create(shape, 0);
   EXPECT_FALSE(picked->fuses_activation(150));  // 30 rows per group: the 64-row tile
-  EXPECT_FALSE(picked->fuses_activation(640));  // 128 rows per group: the swap-AB tile
+  EXPECT_TRUE(picked->fuses_activation(640));   // 128 rows per group: the swap-AB tile
   EXPECT_TRUE(picked->fuses_activation(5000));
+  GroupedGemmShape e4m3 = shape;
+  e4m3.act.format = ActFormat::kFP8Block128AsBF16;
+  auto swap_e4m3 = make_grouped_gemm_bf16_swap(e4m3, 0);
+  EXPECT_FALSE(swap_e4m3->fuses_activation());
+  auto picked_e4m3 = GroupedGemm::create(e4m3, 0);
+  EXPECT_FALSE(picked_e4m3->fuses_activation(640));  // the swap-AB tile: the pass
+  EXPECT_TRUE(picked_e4m3->fuses_activation(5000));  // the 128-row tile fuses it
   DeviceArray<int32_t> d_off(std::vector<int32_t>{0, 1, 1, 1, 1, 1});
   DeviceArray<uint16_t> buf(4096);
   GroupedGemmOperands ops;
@@ -464,7 +479,7 @@ TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   ops.a = ops.b = ops.d = buf.get();
   ops.act_out = buf.get();
   EXPECT_THROW(small->run(ops, nullptr), Error);
-  EXPECT_THROW(swap->run(ops, nullptr), Error);
+  EXPECT_THROW(swap_e4m3->run(ops, nullptr), Error);
   shape.act.format = ActFormat::kFP8Block128;  // bf16 operand, e4m3 intermediate
   EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error);
   shape.act = {true, Activation::kReLU2, ActFormat::kBF16};  // not gated

@@ -494,12 +494,11 @@ TEST(MoECuda, TokenCounts) {
 // GEMM1's activation in its epilogue (SERVEKIT_DYNAMIC_FUSED_ACT=1, the default) against the
 // separate activation pass on the usual W13 layout (=0), read at construction: two layers with
 // the same experts give the same bits, and the fused one matches the reference. 600 tokens at
-// top-4 of 16 with two shared experts: ~200 rows per group, so GEMM1 takes the 128-row tile (the
-// fused one; at ~128 or ~256 rows bf16 takes the swap-AB tile); 33 tokens the 64-row tile and the
-// pass on the interleaved output, 384 (128 rows per group) bf16's swap-AB tile and the pass; the
-// gated
-// activations with biases; the formats that fuse (bf16, fp8_block128, the 4-bit ones on bf16 GEMMs,
-// mxfp4_w4a8's e4m3 round trip) and fp8_per_tensor, which never fuses.
+// top-4 of 16 with two shared experts: ~200 rows per group, so GEMM1 takes the 128-row tile
+// (fused); 33 tokens the 64-row tile and the pass on the interleaved output; 384 (128 rows per
+// group) bf16's swap-AB tile, fused for the bf16 intermediates (bf16 and int4, whose GEMMs run on
+// dequantized bf16 weights) and the pass for mxfp4_w4a8's e4m3 round trip. The gated activations
+// with biases; the formats that fuse and fp8_per_tensor, which never fuses.
 TEST(MoECuda, FusedActivationMatchesThePass) {
   SERVEKIT_REQUIRE_GPU();
   // The premise on bf16's GEMM1 (rows per group = tokens x (4 + 2) / 18).
@@ -530,7 +529,7 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
       cudaStream_t stream = nullptr;
       ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
       // 600 tokens: the fused epilogue; 33 (~10 rows per group): the 64-row tile, whose separate
-      // pass reads the interleaved GEMM1 output; 384: bf16's swap-AB tile, the same pass.
+      // pass reads the interleaved GEMM1 output; 384: bf16's swap-AB tile (fused or the pass).
       for (int64_t t : {600, 33, 384}) {
         c.tokens = t;
         SCOPED_TRACE(t);

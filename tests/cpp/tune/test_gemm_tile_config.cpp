@@ -231,8 +231,9 @@ TEST(GemmTileConfig, PaddedRows) {
   EXPECT_EQ(gemm_padded_rows(c, 300), 512);
 }
 
-// The fused activation runs in the 128x256 cooperative tiles of bf16 and fp8_block128 only:
-// their compiled tiles have it, the 64-row ones and fp8_per_tensor (tensor-wide scale) do not.
+// The fused activation runs in the 128x256 cooperative tiles of bf16 and fp8_block128 and in
+// bf16's 256-row cooperative swap-AB tile: the 64-row tiles and fp8_per_tensor (tensor-wide
+// scale) do not have it, nor a swap-AB tile whose 256 weight rows are not one gate/up pair.
 TEST(GemmTileConfig, FusedActivationTiles) {
   EXPECT_TRUE(
       gemm_tile_fuses_activation(GemmOperand::kBF16, compiled_tile_config(GemmOperand::kBF16)));
@@ -242,11 +243,16 @@ TEST(GemmTileConfig, FusedActivationTiles) {
                                           compiled_tile_config(GemmOperand::kFP8PerTensor)));
   for (GemmOperand op : kOperands)
     EXPECT_FALSE(gemm_tile_fuses_activation(op, small_m_tile_config(op))) << static_cast<int>(op);
-  EXPECT_FALSE(
+  EXPECT_TRUE(
       gemm_tile_fuses_activation(GemmOperand::kBF16, swap_ab_tile_config(GemmOperand::kBF16)));
   GemmTileConfig swapped = compiled_tile_config(GemmOperand::kBF16);
-  swapped.swap_ab = true;  // a 128x256 swap-AB tile would hold tokens along N: no fused epilogue
+  swapped.swap_ab = true;  // 128 weight rows: a gate block without its up rows
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16, swapped));
+  GemmTileConfig swap_pp = swap_ab_tile_config(GemmOperand::kBF16);
+  swap_pp.schedule = GemmSchedule::kPingpong;  // one warp group a tile: rows r, r + 64, ...
+  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16, swap_pp));
+  GemmTileConfig swap_fp8 = swap_ab_tile_config(GemmOperand::kBF16);
+  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kFP8Block128, swap_fp8));
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,
                                           {128, 256, 64, 1, 2, GemmSchedule::kPingpong}));
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,

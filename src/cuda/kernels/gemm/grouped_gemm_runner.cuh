@@ -148,8 +148,11 @@ class GroupedGemmRunner final : public GroupedGemm {
 
   const GroupedGemmShape& shape() const override { return shape_; }
   GemmConfig config(int64_t /*rows_hint*/) const override { return config_; }
+  // The swap-AB tile fuses bf16 intermediates only (sm90_act_epilogue.cuh); an e4m3 one keeps
+  // the pass there.
   bool fuses_activation(int64_t /*rows_hint*/ = 0) const override {
-    return K::kActEpilogue && shape_.act.enabled;
+    return K::kActEpilogue && shape_.act.enabled &&
+           (!K::kSwapAB || shape_.act.format == ActFormat::kBF16);
   }
 
  private:
@@ -251,7 +254,7 @@ class GroupedGemmRunner final : public GroupedGemm {
       act.format = shape_.act.format;
       act.activation = shape_.act.activation;
       act.cols = static_cast<int>(shape_.n / 2);
-      act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
+      act.ptr_out = fuses_activation() ? arrays_.act_out : nullptr;
       act.ptr_scale = arrays_.act_scale;
       act.ptr_bias = arrays_.act_bias;
     }

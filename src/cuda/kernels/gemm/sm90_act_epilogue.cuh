@@ -1,25 +1,35 @@
-// GEMM1's activation in the epilogue of the 128x256 cooperative tile: the w13 bias, the gated
-// activation (moe.h) and the quantization of the intermediate into GEMM2's input, written from
-// the accumulators instead of a bf16 [rows, 2I] tensor that a separate pass reads back. Internal
-// header of sm90_grouped_gemm.cuh.
+// GEMM1's activation in the epilogue of the 128x256 cooperative tile and of bf16's 256x144
+// swap-AB tile: the w13 bias, the gated activation (moe.h) and the quantization of the
+// intermediate into GEMM2's input, written from the accumulators instead of a bf16 [rows, 2I]
+// tensor that a separate pass reads back. Internal header of sm90_grouped_gemm.cuh.
 //
 // Layout it relies on: W13 interleaved in 128-row blocks (expert_layout.h,
-// interleaved_w13_row), so output tile n (256 columns) holds gate columns [128n, 128n + 128) in
-// its first half and the matching up columns in its second. Each warp group owns 64x256 of the
-// tile as the m64n256 atom's (2 columns, 2 rows, 32 column groups of 8) values per thread, so a
-// thread holds gate column c at flat value v and up column c at v + 64: the pairing is local.
-// Output tile n is one 128-column scale block of the intermediate, and a row's 128 values sit
-// in the four lanes of a quad, so the 1x128 amax is two shuffles.
+// interleaved_w13_row), so 256 consecutive weight rows hold gate columns [128n, 128n + 128) of
+// the intermediate in their first half and the matching up columns in their second.
+// - 128x256 tile (weights along N): each warp group owns 64x256 of the tile as the m64n256
+//   atom's (2 columns, 2 rows, 32 column groups of 8) values per thread, so a thread holds gate
+//   column c at flat value v and up column c at v + 64: the pairing is local. Output tile n is
+//   one 128-column scale block of the intermediate, and a row's 128 values sit in the four lanes
+//   of a quad, so the 1x128 amax is two shuffles.
+// - 256x144 swap-AB tile (weights along M, tokens along N; bf16 intermediate only): the tiled
+//   MMA of the two warp groups covers 128 rows and repeats once along M, so warp group w holds
+//   weight rows [64w, 64w + 64) at flat values v < 72 and rows [128 + 64w, 192 + 64w) at v + 72
+//   (CuTe's partition_C, checked on the host when this was written): gate row r and up row r
+//   are again one thread's, 72 values apart. A thread's two values of one row are two tokens,
+//   and the lane four apart holds the next row (the next intermediate column) for the same
+//   tokens; one shuffle makes each a bf16 pair of one token. The 1x128 amax of the e4m3 formats
+//   would span both warp groups, so those keep the separate pass on this tile (the runner's
+//   fuses_activation).
 //
 // Bits: the same as GEMM1 storing bf16 followed by the activation pass (activation_rows.cuh):
 // each accumulator is rounded to bf16 first, the bias added in fp32, the activation and the
 // quantization are the pass's functions (activate, fp8_scale_of, max_nan, to_e4m3 of x times
-// the reciprocal scale). The GPU test compares the two paths bit for bit.
+// the reciprocal scale). The GPU tests compare the two paths bit for bit.
 //
 // Per run the fusion is on when the runner's setup kernel wrote a non-null ptr_out for the
 // tile's group (all groups of a run alike); the intermediate's stores go straight from registers
 // to global memory (4-byte bf16 pairs or 2-byte e4m3 pairs), rows past the group's end and the
-// 1x2 cluster's tile past N not written. Staging each warp's 16 rows in D's free shared memory
+// cluster's tile past N not written. Staging each warp's 16 rows in D's free shared memory
 // and writing whole 128-byte lines instead was measured level to 1.3% slower (session 26,
 // docs/perf-notes.md): L2 takes the partial-sector writes well, and the staging round trip
 // lies on the epilogue's critical path. A fused tile writes no D (GEMM1's bf16 output): its
@@ -49,7 +59,8 @@ struct ActEpilogueParams {
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
 };
 
-template <class Base>
+// kSwapAB: Base is the epilogue of the 256x144 swap-AB tile (see the top of the file).
+template <class Base, bool kSwapAB = false>
 struct ActEpilogue : Base {
   using LoadPipeline = typename Base::LoadPipeline;
   using LoadPipelineState = typename Base::LoadPipelineState;
@@ -145,6 +156,23 @@ struct ActEpilogue : Base {
                                   cute::Tensor<AccEngine, AccLayout> const& acc, TiledMma tiled_mma,
                                   int thread_idx) const {
     using namespace cute;
+    if constexpr (kSwapAB) {
+      fused_store_swap(out, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, acc, tiled_mma,
+                       thread_idx);
+    } else {
+      fused_store_large(out, group, problem_shape_mnkl, tile_shape_mnk, tile_coord_mnkl, acc,
+                        tiled_mma, thread_idx);
+    }
+  }
+
+  // The 128x256 tile: tile coordinate n is the 128-column block n of the intermediate.
+  template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
+            class AccLayout, class TiledMma>
+  CUTLASS_DEVICE void fused_store_large(void* out, int group, ProblemShapeMNKL problem_shape_mnkl,
+                                        TileShapeMNK tile_shape_mnk, TileCoordMNKL tile_coord_mnkl,
+                                        cute::Tensor<AccEngine, AccLayout> const& acc,
+                                        TiledMma tiled_mma, int thread_idx) const {
+    using namespace cute;
     static_assert(size<0>(TileShapeMNK{}) == 128 && size<1>(TileShapeMNK{}) == 256,
                   "the fused activation is written for the 128x256 tile");
     // (2 columns, 2 rows, 32 column groups of 8) per thread, one MMA along M and N.
@@ -172,6 +200,81 @@ struct ActEpilogue : Base {
         return store_tile<Activation::kGeGLU>(t, acc, coord);
       default:  // kSwiGLUOAI (the runner accepts gated activations only)
         return store_tile<Activation::kSwiGLUOAI>(t, acc, coord);
+    }
+  }
+
+  // The swap-AB tile (bf16 intermediate): tile coordinate m is 256 weight rows, i.e. the
+  // 128-column block m of the intermediate; n is 144 tokens of the group.
+  template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
+            class AccLayout, class TiledMma>
+  CUTLASS_DEVICE void fused_store_swap(void* out, ProblemShapeMNKL problem_shape_mnkl,
+                                       TileShapeMNK tile_shape_mnk, TileCoordMNKL tile_coord_mnkl,
+                                       cute::Tensor<AccEngine, AccLayout> const& acc,
+                                       TiledMma tiled_mma, int thread_idx) const {
+    using namespace cute;
+    static_assert(size<0>(TileShapeMNK{}) == 256, "the swap-AB fusion is written for 256 rows");
+    // Two m64 atoms along M per thread (rows r and r + 128), one along N.
+    static_assert(
+        size<1>(AccLayout{}) == 2 && size<2>(AccLayout{}) == 1 && size<0>(AccLayout{}) % 4 == 0,
+        "two m64nN accumulator fragments along M per thread");
+    constexpr int kHalf = static_cast<int>(size<0>(AccLayout{}));  // flat values of the gate rows
+    const int block = static_cast<int>(get<0>(tile_coord_mnkl));
+    // A 2x1 cluster rounds the weight tiles up to even: the second CTA's tile past N (N / 256
+    // odd) holds no output column.
+    if (block * 128 >= act_.cols) return;
+    const int tokens = static_cast<int>(get<1>(problem_shape_mnkl));
+    const int tok0 =
+        static_cast<int>(get<1>(tile_coord_mnkl)) * static_cast<int>(size<1>(TileShapeMNK{}));
+    const int group = static_cast<int>(get<3>(tile_coord_mnkl));
+    const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
+    auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
+    auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
+    switch (act_.activation) {
+      case Activation::kSwiGLU:
+        return store_swap<Activation::kSwiGLU, kHalf>(out, block, tokens, tok0, bias, acc, coord);
+      case Activation::kGeGLU:
+        return store_swap<Activation::kGeGLU, kHalf>(out, block, tokens, tok0, bias, acc, coord);
+      default:  // kSwiGLUOAI
+        return store_swap<Activation::kSwiGLUOAI, kHalf>(out, block, tokens, tok0, bias, acc,
+                                                         coord);
+    }
+  }
+
+  // Flat values v, v + 1 (v even) are tokens t, t + 1 of weight row r (= intermediate column
+  // 128 * block + r); the lane four apart (threadIdx bit 2) holds row r ^ 1 of the same tokens.
+  // The lane with r even keeps token t and receives its partner's (t, r + 1); the other keeps
+  // token t + 1 and receives (t + 1, r - 1): each stores one bf16 pair of one token.
+  template <Activation A, int kHalf, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE void store_swap(void* out, int block, int tokens, int tok0, const float* bias,
+                                 AccTensor const& acc, CoordTensor const& coord) const {
+    const int cols = act_.cols;
+    auto* o = static_cast<__nv_bfloat16*>(out);
+    const bool odd = (threadIdx.x >> 2) & 1;
+    CUTLASS_PRAGMA_UNROLL
+    for (int v = 0; v < kHalf; v += 2) {
+      const int r = static_cast<int>(cute::get<0>(coord(v)));  // < 128: a gate row
+      const int c = block * 128 + r;
+      float gb = 0.0f, ub = 0.0f;
+      if (bias != nullptr) {
+        gb = bias[c];
+        ub = bias[cols + c];
+      }
+      auto value = [&](int i) {
+        float g = __bfloat162float(__float2bfloat16_rn(acc(i)));
+        float u = __bfloat162float(__float2bfloat16_rn(acc(i + kHalf)));
+        if (bias != nullptr) {  // not + 0.0f: that would turn a -0 into +0
+          g += gb;
+          u += ub;
+        }
+        return activate<A>(g, u);
+      };
+      const float a = value(v), b = value(v + 1);
+      const float recv = __shfl_xor_sync(0xffffffffu, odd ? a : b, 4);
+      const int token = tok0 + static_cast<int>(cute::get<1>(coord(odd ? v + 1 : v)));
+      if (token < tokens) {
+        *reinterpret_cast<__nv_bfloat162*>(o + int64_t{token} * cols + (odd ? c - 1 : c)) =
+            odd ? __floats2bfloat162_rn(recv, b) : __floats2bfloat162_rn(a, recv);
+      }
     }
   }
 

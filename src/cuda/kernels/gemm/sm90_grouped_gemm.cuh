@@ -189,11 +189,12 @@ struct Sm90GroupedGemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpilogueTile,
       ElementAcc, ElementAcc, void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD,
       EpilogueSchedule, FusionOp>::CollectiveOp;
-  // The 128x256 cooperative tiles of bf16 and fp8_block128 can also run GEMM1's activation in
-  // their epilogue (sm90_act_epilogue.cuh, gemm_tile_fuses_activation), chosen per run.
-  static constexpr bool kActEpilogue = !SwapAB && gemm_tile_fuses_activation(Op, kTile);
+  // The 128x256 cooperative tiles of bf16 and fp8_block128 and bf16's 256x144 swap-AB tile can
+  // also run GEMM1's activation in their epilogue (sm90_act_epilogue.cuh,
+  // gemm_tile_fuses_activation), chosen per run.
+  static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
   using CollectiveEpilogue =
-      cute::conditional_t<kActEpilogue, ActEpilogue<BuiltEpilogue>, BuiltEpilogue>;
+      cute::conditional_t<kActEpilogue, ActEpilogue<BuiltEpilogue, SwapAB>, BuiltEpilogue>;
 
   using StageCount = cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
       sizeof(typename CollectiveEpilogue::SharedStorage))>;
