@@ -79,10 +79,11 @@ void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t co
                      w.codes.size() == static_cast<size_t>(rows) * row_bytes,
                  "interleave_w13: need intermediate % 128 == 0 and a [2I, cols] matrix, got I=",
                  inter, " cols=", cols, " with ", w.codes.size(), " bytes");
+  const int64_t width = w13_interleave_rows(op);
   std::vector<uint8_t> codes(w.codes.size());
   for (int64_t p = 0; p < rows; ++p) {
     std::memcpy(&codes[static_cast<size_t>(p) * row_bytes],
-                &w.codes[static_cast<size_t>(interleaved_w13_row(p, inter)) * row_bytes],
+                &w.codes[static_cast<size_t>(interleaved_w13_row(p, inter, width)) * row_bytes],
                 row_bytes);
   }
   w.codes = std::move(codes);

@@ -144,8 +144,9 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 // uniform routing gives ~m +- sqrt(m) rows per expert, so at m = 128 half the experts spill a few
 // rows into a second, nearly empty tile (1.49x the rows' own tensor work at qwen3-30b 2048
 // tokens, bench/tools/padding_sim.py), at m = 256 about a quarter (1.24x); 144-token tiles pad
-// 1.19x and 1.14x there. Operand bytes per MAC 0.0109 against the 128x256 tile's 0.0117. No fused
-// activation (the layer runs the activation pass). Measured on the H200 (dynamic bf16 layer,
+// 1.19x and 1.14x there. Operand bytes per MAC 0.0109 against the 128x256 tile's 0.0117. GEMM1's
+// activation fused in its epilogue for bf16 intermediates (session 34; gemm_tile_fuses_activation
+// below). Measured on the H200 (dynamic bf16 layer,
 // uniform routing, us, 128x256 vs swap 256x144; ab/2026-12-03-s27-swap-range):
 //   qwen3-30b 1024 / 2048 / 4096 / 8192 tokens (64 / 128 / 256 / 512 rows per expert): 395.8 /
 //     407.9, 493.1 / 482.5, 738.4 / 750.1, 1263.7 / 1290.3;
@@ -155,9 +156,18 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 //   deepseek-v3 4096 / 8192 (143 / 286 with the shared expert): 8719.5 / 8703.2, 14095.9 /
 //     13826.1.
 // A 128x144 swap tile (same call) was 1.4% faster at qwen3-30b 2048 and slower everywhere else.
+// A/B only: built with -DSERVEKIT_DIAG_SWAP_PINGPONG=1 the swap tile is 128 weight rows x 144
+// tokens, ping-pong (each warp group a whole tile, so one group's epilogue, the fused activation
+// included, runs under the other's mainloop), and W13 is interleaved in 64-row blocks for bf16
+// (w13_interleave_rows) so that a tile's 128 weight rows hold a gate block and its up block.
+#ifndef SERVEKIT_DIAG_SWAP_PINGPONG
+#define SERVEKIT_DIAG_SWAP_PINGPONG 0
+#endif
 constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
-    GemmTileConfig t{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
+    GemmTileConfig t = SERVEKIT_DIAG_SWAP_PINGPONG
+                           ? GemmTileConfig{128, 144, 64, 2, 1, GemmSchedule::kPingpong}
+                           : GemmTileConfig{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
     t.swap_ab = true;
     return t;
   }
@@ -263,17 +273,33 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
 // 1x128 amax would span the two warp groups). fp8_per_tensor quantizes the intermediate by one
 // scale over the whole tensor, which needs every row's activation first: never fused.
 constexpr bool gemm_tile_fuses_activation(GemmOperand op, const GemmTileConfig& t) {
-  if (t.schedule != GemmSchedule::kCooperative) return false;
-  if (t.swap_ab) return op == GemmOperand::kBF16 && t.tile_m == 256;
-  return op != GemmOperand::kFP8PerTensor && t.tile_m == 128 && t.tile_n == 256;
+  if (t.swap_ab) {
+    // Cooperative 256 rows: warp group w holds rows r and r + 128 (128-row interleave). Ping-pong
+    // 128 rows (A/B build): one warp group holds rows r and r + 64 (64-row interleave).
+    return op == GemmOperand::kBF16 &&
+           ((t.schedule == GemmSchedule::kCooperative && t.tile_m == 256) ||
+            (t.schedule == GemmSchedule::kPingpong && t.tile_m == 128));
+  }
+  return op != GemmOperand::kFP8PerTensor && t.schedule == GemmSchedule::kCooperative &&
+         t.tile_m == 128 && t.tile_n == 256;
+}
+
+// Rows of W13's gate/up interleave for the fused activation: 128 (the 128x256 tiles and the
+// cooperative swap-AB tile), or 64 for bf16 in the ping-pong swap-AB A/B build. fp8_block128's
+// weight scales cover 128 rows, so it keeps 128.
+constexpr int64_t w13_interleave_rows(GemmOperand op) {
+  return op == GemmOperand::kBF16 &&
+                 swap_ab_tile_config(GemmOperand::kBF16).schedule == GemmSchedule::kPingpong
+             ? 64
+             : 128;
 }
 
 // W13 interleaved for the fused activation: physical row p of an expert's [2I, H] gate/up
-// matrix holds logical row interleaved_w13_row(p, I), 128-row blocks of gate and up in turn
-// (gate rows [0, I), up rows [I, 2I)). inter % 128 == 0.
-constexpr int64_t interleaved_w13_row(int64_t p, int64_t inter) {
-  const int64_t block = p / 256, within = p % 256;
-  return within < 128 ? block * 128 + within : inter + block * 128 + (within - 128);
+// matrix holds logical row interleaved_w13_row(p, I, w), w-row blocks of gate and up in turn
+// (gate rows [0, I), up rows [I, 2I)). inter % w == 0; w = 128 unless given.
+constexpr int64_t interleaved_w13_row(int64_t p, int64_t inter, int64_t w = 128) {
+  const int64_t block = p / (2 * w), within = p % (2 * w);
+  return within < w ? block * w + within : inter + block * w + (within - w);
 }
 
 // Fixed alignment constraints of the instantiated kernels, in elements: TMA needs 16-byte

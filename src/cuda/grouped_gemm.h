@@ -36,8 +36,8 @@ namespace servekit::cuda {
 // GEMM1's activation fused into the epilogue (MoE layer): with it, a run also writes
 //   out[r, c] = quantize(act(bf16(D[r, gate c]) + bias[g, c], bf16(D[r, up c]) + bias[g, I + c]))
 // for c < I = N / 2, bit for bit what launch_activation_quantize on D would give. B must be
-// interleaved in 128-row blocks (interleaved_w13_row). Only the instantiations with
-// gemm_tile_fuses_activation do it (fuses_activation below).
+// interleaved in blocks of w13_interleave_rows(operand) rows (interleaved_w13_row). Only the
+// instantiations with gemm_tile_fuses_activation do it (fuses_activation below).
 struct GemmActFusion {
   bool enabled = false;
   Activation activation = Activation::kSwiGLU;  // gated

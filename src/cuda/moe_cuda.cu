@@ -496,8 +496,9 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
 
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
   if (!fused) {
-    cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(), b13, inter_, plan_,
-                                     rows_bound, a2, stream, pdl_, w13_interleaved_);
+    cuda::launch_activation_quantize(
+        act_, cfg_.activation, h1_.get<uint16_t>(), b13, inter_, plan_, rows_bound, a2, stream,
+        pdl_, w13_interleaved_ ? static_cast<int>(cuda::w13_interleave_rows(operand_)) : 0);
   }
   if (diag_stop_ == 4) return;
 

@@ -393,7 +393,7 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         plan.row_group = d_row_group.get();
         const ActBuffers ab{out_pass.get(), sc_pass.get(), nullptr, nullptr};
         launch_activation_quantize(f, act, d_h.get(), b13, inter, plan, rows, ab, nullptr, false,
-                                   true);
+                                   static_cast<int>(w13_interleave_rows(op)));
         // The fused epilogue.
         out_fused.poison();
         sc_fused.poison();

@@ -13,6 +13,7 @@
 
 #include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
+#include "cuda/gemm_tile_config.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
 #include "cuda/moe_quant.h"
@@ -281,6 +282,76 @@ TEST(MoEQuantCuda, ActivationMatchesReference) {
         ASSERT_EQ(got[i], 0xFF) << "byte " << i << " past the plan's rows was written";
     }
   }
+}
+
+// The pass on GEMM1's output in an interleaved W13 order (interleaved_w13_row with blocks of 64
+// and 128 columns) gives the same bytes as on the plain order: only where it reads gate and up
+// changes. I = 384 (three 128-blocks, six 64-blocks), every gated activation, all three formats
+// with a bias. Interleaves other than 0, 64 and 128, or I not a multiple of the block, throw.
+TEST(MoEQuantCuda, ActivationReadsInterleavedOutput) {
+  SERVEKIT_REQUIRE_GPU();
+  const int64_t inter = 384, width = 2 * inter, kb = inter / 128;
+  const HostPlan hp = make_plan(64, 9);
+  DevicePlan dp(hp);
+  std::vector<uint16_t> h_bits, unused;
+  random_bf16_values(static_cast<size_t>(hp.capacity * width), 3.0f, 41, h_bits);
+  const std::vector<float> bias =
+      random_bf16_values(static_cast<size_t>(5 * width), 0.5f, 43, unused);
+  DeviceArray<uint16_t> d_plain(h_bits);
+  DeviceArray<float> d_bias(bias);
+  for (int w : {64, 128}) {
+    // Physical column p of the interleaved output holds logical column interleaved_w13_row(p).
+    std::vector<uint16_t> mixed(h_bits.size());
+    for (int64_t r = 0; r < hp.capacity; ++r)
+      for (int64_t p = 0; p < width; ++p)
+        mixed[static_cast<size_t>(r * width + p)] =
+            h_bits[static_cast<size_t>(r * width + interleaved_w13_row(p, inter, w))];
+    DeviceArray<uint16_t> d_mixed(mixed);
+    for (Activation act : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI})
+      for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8PerTensor, ActFormat::kFP8Block128}) {
+        SCOPED_TRACE("block " + std::to_string(w) + " activation " +
+                     std::to_string(static_cast<int>(act)) + " format " +
+                     std::to_string(static_cast<int>(f)));
+        const size_t bytes = act_element_bytes(f);
+        std::vector<std::vector<uint8_t>> rows;
+        std::vector<std::vector<float>> scales;
+        for (int pass = 0; pass < 2; ++pass) {
+          DeviceArray<uint8_t> out_rows(static_cast<size_t>(hp.capacity * inter) * bytes);
+          DeviceArray<float> out_scales(static_cast<size_t>(hp.capacity * kb)), ts(1);
+          DeviceArray<unsigned> amax_bits(1);
+          out_rows.poison();
+          out_scales.poison();
+          const ActBuffers out{out_rows.get(), out_scales.get(), ts.get(), amax_bits.get()};
+          launch_activation_quantize(f, act, pass == 0 ? d_plain.get() : d_mixed.get(),
+                                     d_bias.get(), inter, dp.plan, hp.capacity, out, nullptr, false,
+                                     pass == 0 ? 0 : w);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          rows.push_back(out_rows.download());
+          scales.push_back(out_scales.download());
+        }
+        const size_t valid = static_cast<size_t>(hp.rows * inter) * bytes;
+        for (size_t i = 0; i < valid; ++i) ASSERT_EQ(rows[1][i], rows[0][i]) << "byte " << i;
+        if (f == ActFormat::kFP8Block128)
+          for (size_t i = 0; i < static_cast<size_t>(hp.rows * kb); ++i)
+            ASSERT_EQ(std::memcmp(&scales[1][i], &scales[0][i], sizeof(float)), 0) << "scale " << i;
+      }
+  }
+  DeviceArray<uint8_t> out_rows(static_cast<size_t>(hp.capacity * inter) * 2);
+  const ActBuffers out{out_rows.get(), nullptr, nullptr, nullptr};
+  for (int bad : {1, 32, 256})
+    EXPECT_THROW(
+        launch_activation_quantize(ActFormat::kBF16, Activation::kSwiGLU, d_plain.get(), nullptr,
+                                   inter, dp.plan, hp.capacity, out, nullptr, false, bad),
+        Error)
+        << bad;
+  EXPECT_THROW(
+      launch_activation_quantize(ActFormat::kBF16, Activation::kSwiGLU, d_plain.get(), nullptr, 320,
+                                 dp.plan, hp.capacity, out, nullptr, false, 128),
+      Error);  // I = 320 is not a multiple of 128
+  EXPECT_THROW(
+      launch_activation_quantize(ActFormat::kBF16, Activation::kReLU2, d_plain.get(), nullptr,
+                                 inter, dp.plan, hp.capacity, out, nullptr, false, 64),
+      Error);  // not gated
 }
 
 }  // namespace

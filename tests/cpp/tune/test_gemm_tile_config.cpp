@@ -3,6 +3,7 @@
 // what the comments promise for the preset shapes.
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "cuda/gemm_tile_config.h"
@@ -248,9 +249,12 @@ TEST(GemmTileConfig, FusedActivationTiles) {
   GemmTileConfig swapped = compiled_tile_config(GemmOperand::kBF16);
   swapped.swap_ab = true;  // 128 weight rows: a gate block without its up rows
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16, swapped));
-  GemmTileConfig swap_pp = swap_ab_tile_config(GemmOperand::kBF16);
-  swap_pp.schedule = GemmSchedule::kPingpong;  // one warp group a tile: rows r, r + 64, ...
+  GemmTileConfig swap_pp{256, 144, 64, 2, 1, GemmSchedule::kPingpong};
+  swap_pp.swap_ab = true;  // one warp group a 256-row tile: rows r, r + 64, r + 128, ...
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16, swap_pp));
+  GemmTileConfig swap_pp128{128, 144, 64, 2, 1, GemmSchedule::kPingpong};
+  swap_pp128.swap_ab = true;  // the A/B build's tile: rows r and r + 64 (64-row interleave)
+  EXPECT_TRUE(gemm_tile_fuses_activation(GemmOperand::kBF16, swap_pp128));
   GemmTileConfig swap_fp8 = swap_ab_tile_config(GemmOperand::kBF16);
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kFP8Block128, swap_fp8));
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16,
@@ -259,26 +263,33 @@ TEST(GemmTileConfig, FusedActivationTiles) {
                                           {128, 128, 64, 1, 2, GemmSchedule::kCooperative}));
 }
 
-// interleaved_w13_row is a permutation of [0, 2I) that puts gate row 128n + c at physical row
-// 256n + c and up row I + 128n + c at 256n + 128 + c: output tile n of a 256-wide tile holds a
-// gate column and its up column 128 apart.
+// interleaved_w13_row with blocks of w rows is a permutation of [0, 2I) that puts gate row
+// wn + c at physical row 2wn + c and up row I + wn + c at 2wn + w + c: a 2w-row span holds a gate
+// row and its up row w apart. w = 128 by default (the 128x256 tiles and the cooperative swap-AB
+// tile); 64 for the ping-pong swap-AB A/B build.
 TEST(GemmTileConfig, InterleavedW13Rows) {
-  for (int64_t inter : {128, 768, 2048, 14336}) {
-    SCOPED_TRACE(inter);
-    std::vector<int> seen(static_cast<size_t>(2 * inter), 0);
-    for (int64_t p = 0; p < 2 * inter; ++p) {
-      const int64_t logical = interleaved_w13_row(p, inter);
-      ASSERT_GE(logical, 0);
-      ASSERT_LT(logical, 2 * inter);
-      ++seen[static_cast<size_t>(logical)];
-    }
-    for (int64_t r = 0; r < 2 * inter; ++r) ASSERT_EQ(seen[static_cast<size_t>(r)], 1) << r;
-    for (int64_t n = 0; n < inter / 128; ++n)
-      for (int64_t c = 0; c < 128; c += 17) {
-        EXPECT_EQ(interleaved_w13_row(256 * n + c, inter), 128 * n + c);
-        EXPECT_EQ(interleaved_w13_row(256 * n + 128 + c, inter), inter + 128 * n + c);
+  for (int64_t w : {64, 128})
+    for (int64_t inter : {128, 768, 2048, 14336}) {
+      SCOPED_TRACE(std::to_string(w) + " " + std::to_string(inter));
+      std::vector<int> seen(static_cast<size_t>(2 * inter), 0);
+      for (int64_t p = 0; p < 2 * inter; ++p) {
+        const int64_t logical = interleaved_w13_row(p, inter, w);
+        ASSERT_GE(logical, 0);
+        ASSERT_LT(logical, 2 * inter);
+        ++seen[static_cast<size_t>(logical)];
       }
-  }
+      for (int64_t r = 0; r < 2 * inter; ++r) ASSERT_EQ(seen[static_cast<size_t>(r)], 1) << r;
+      for (int64_t n = 0; n < inter / w; ++n)
+        for (int64_t c = 0; c < w; c += 17) {
+          EXPECT_EQ(interleaved_w13_row(2 * w * n + c, inter, w), w * n + c);
+          EXPECT_EQ(interleaved_w13_row(2 * w * n + w + c, inter, w), inter + w * n + c);
+        }
+    }
+  EXPECT_EQ(interleaved_w13_row(300, 768), interleaved_w13_row(300, 768, 128));
+  // fp8_block128's weight scales cover 128 rows: never a 64-row interleave.
+  EXPECT_EQ(w13_interleave_rows(GemmOperand::kFP8Block128), 128);
+  const bool pingpong = swap_ab_tile_config(GemmOperand::kBF16).schedule == GemmSchedule::kPingpong;
+  EXPECT_EQ(w13_interleave_rows(GemmOperand::kBF16), pingpong ? 64 : 128);
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 //   column c at flat value v and up column c at v + 64: the pairing is local. Output tile n is
 //   one 128-column scale block of the intermediate, and a row's 128 values sit in the four lanes
 //   of a quad, so the 1x128 amax is two shuffles.
+// - With the 64-row interleave of the ping-pong A/B build (below), gate column c of the 128x256
+//   tile pairs with up column c + 64 instead (flat v + 32), gate columns [0, 64) and [128, 192).
 // - 256x144 swap-AB tile (weights along M, tokens along N; bf16 intermediate only): the tiled
 //   MMA of the two warp groups covers 128 rows and repeats once along M, so warp group w holds
 //   weight rows [64w, 64w + 64) at flat values v < 72 and rows [128 + 64w, 192 + 64w) at v + 72
@@ -19,7 +21,9 @@
 //   and the lane four apart holds the next row (the next intermediate column) for the same
 //   tokens; one shuffle makes each a bf16 pair of one token. The 1x128 amax of the e4m3 formats
 //   would span both warp groups, so those keep the separate pass on this tile (the runner's
-//   fuses_activation).
+//   fuses_activation). The ping-pong 128x144 swap tile (A/B build, -DSERVEKIT_DIAG_SWAP_PINGPONG=1)
+//   has one warp group a tile, rows r at v < 72 and r + 64 at v + 72: it needs W13 interleaved in
+//   64-row blocks, and then fuses the same way.
 //
 // Bits: the same as GEMM1 storing bf16 followed by the activation pass (activation_rows.cuh):
 // each accumulator is rounded to bf16 first, the bias added in fp32, the activation and the
@@ -59,9 +63,12 @@ struct ActEpilogueParams {
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
 };
 
-// kSwapAB: Base is the epilogue of the 256x144 swap-AB tile (see the top of the file).
-template <class Base, bool kSwapAB = false>
+// kSwapAB: Base is the epilogue of a swap-AB tile (see the top of the file). kInterleave: the
+// rows of W13's gate/up interleave (w13_interleave_rows): 128, or 64 with the ping-pong swap-AB
+// tile of the A/B build, whose 128 weight rows must hold a gate block and its up block.
+template <class Base, bool kSwapAB = false, int kInterleave = 128>
 struct ActEpilogue : Base {
+  static_assert(kInterleave == 64 || kInterleave == 128, "W13 interleaves 64 or 128 rows");
   using LoadPipeline = typename Base::LoadPipeline;
   using LoadPipelineState = typename Base::LoadPipelineState;
   using StorePipeline = typename Base::StorePipeline;
@@ -203,8 +210,9 @@ struct ActEpilogue : Base {
     }
   }
 
-  // The swap-AB tile (bf16 intermediate): tile coordinate m is 256 weight rows, i.e. the
-  // 128-column block m of the intermediate; n is 144 tokens of the group.
+  // The swap-AB tile (bf16 intermediate): tile coordinate m is kRows weight rows (256 with the
+  // cooperative tile, 128 with the ping-pong one), i.e. the kRows / 2-column block m of the
+  // intermediate; n is 144 tokens of the group.
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
             class AccLayout, class TiledMma>
   CUTLASS_DEVICE void fused_store_swap(void* out, ProblemShapeMNKL problem_shape_mnkl,
@@ -212,16 +220,20 @@ struct ActEpilogue : Base {
                                        cute::Tensor<AccEngine, AccLayout> const& acc,
                                        TiledMma tiled_mma, int thread_idx) const {
     using namespace cute;
-    static_assert(size<0>(TileShapeMNK{}) == 256, "the swap-AB fusion is written for 256 rows");
-    // Two m64 atoms along M per thread (rows r and r + 128), one along N.
+    constexpr int kRows = static_cast<int>(size<0>(TileShapeMNK{}));
+    // The gate rows of a tile are its first kRows / 2 (the interleave's block): 256 rows with the
+    // 128-row interleave (two warp groups, rows r and r + 128 per thread), 128 with the 64-row
+    // one (one warp group, rows r and r + 64).
+    static_assert(kRows == 2 * kInterleave, "a swap-AB tile holds one gate block and its up block");
+    // Two m64 atoms along M per thread (rows r and r + kRows / 2), one along N.
     static_assert(
         size<1>(AccLayout{}) == 2 && size<2>(AccLayout{}) == 1 && size<0>(AccLayout{}) % 4 == 0,
         "two m64nN accumulator fragments along M per thread");
     constexpr int kHalf = static_cast<int>(size<0>(AccLayout{}));  // flat values of the gate rows
     const int block = static_cast<int>(get<0>(tile_coord_mnkl));
-    // A 2x1 cluster rounds the weight tiles up to even: the second CTA's tile past N (N / 256
-    // odd) holds no output column.
-    if (block * 128 >= act_.cols) return;
+    // A 2x1 cluster rounds the weight tiles up to even: the second CTA's tile past N (an odd
+    // number of weight tiles) holds no output column.
+    if (block * kInterleave >= act_.cols) return;
     const int tokens = static_cast<int>(get<1>(problem_shape_mnkl));
     const int tok0 =
         static_cast<int>(get<1>(tile_coord_mnkl)) * static_cast<int>(size<1>(TileShapeMNK{}));
@@ -241,7 +253,8 @@ struct ActEpilogue : Base {
   }
 
   // Flat values v, v + 1 (v even) are tokens t, t + 1 of weight row r (= intermediate column
-  // 128 * block + r); the lane four apart (threadIdx bit 2) holds row r ^ 1 of the same tokens.
+  // kInterleave * block + r); the lane four apart (threadIdx bit 2) holds row r ^ 1 of the same
+  // tokens.
   // The lane with r even keeps token t and receives its partner's (t, r + 1); the other keeps
   // token t + 1 and receives (t + 1, r - 1): each stores one bf16 pair of one token.
   template <Activation A, int kHalf, class AccTensor, class CoordTensor>
@@ -252,8 +265,8 @@ struct ActEpilogue : Base {
     const bool odd = (threadIdx.x >> 2) & 1;
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < kHalf; v += 2) {
-      const int r = static_cast<int>(cute::get<0>(coord(v)));  // < 128: a gate row
-      const int c = block * 128 + r;
+      const int r = static_cast<int>(cute::get<0>(coord(v)));  // < kInterleave: a gate row
+      const int c = block * kInterleave + r;
       float gb = 0.0f, ub = 0.0f;
       if (bias != nullptr) {
         gb = bias[c];
@@ -284,42 +297,60 @@ struct ActEpilogue : Base {
     const float* bias = nullptr;
   };
 
-  // act(bf16(gate) + bias, bf16(up) + bias) of the gate half's flat value v (< 64): gate is
-  // acc(v), up acc(v + 64), at column coord(v) of the 128-column block.
+  // The 128x256 tile's gate values: the k-th (k < 64) is flat value gate_value(k), its up value
+  // kUp further. The m64n256 atom puts column 8j + 2q + b at flat 4j + 2q' + b (q' the row bit):
+  // with the 128-row interleave the gate columns are [0, 128) = flat [0, 64) and up is 128
+  // columns (64 values) on; with the 64-row one the gate columns are [0, 64) and [128, 192) =
+  // flat [0, 32) and [64, 96), up 64 columns (32 values) on.
+  static constexpr int kUp = kInterleave / 2;
+  static constexpr CUTLASS_HOST_DEVICE int gate_value(int k) {
+    return kInterleave == 128 ? k : (k & 31) | ((k >> 5) << 6);
+  }
+  // Column of the 128-column block of the intermediate that tile column c (a gate column) holds.
+  static constexpr CUTLASS_HOST_DEVICE int inter_column(int c) {
+    return c / (2 * kInterleave) * kInterleave + c % (2 * kInterleave);
+  }
+
+  // act(bf16(gate) + bias, bf16(up) + bias) of the gate flat value v: gate is acc(v), up
+  // acc(v + kUp), at intermediate column inter_column(coord(v)) of the 128-column block.
   template <Activation A, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE float act_value(Tile const& t, AccTensor const& acc, CoordTensor const& coord,
                                  int v) const {
     float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
-    float u = __bfloat162float(__float2bfloat16_rn(acc(v + 64)));
+    float u = __bfloat162float(__float2bfloat16_rn(acc(v + kUp)));
     if (t.bias != nullptr) {
-      const int c = t.block * 128 + static_cast<int>(cute::get<1>(coord(v)));
+      const int c = t.block * 128 + inter_column(static_cast<int>(cute::get<1>(coord(v))));
       g += t.bias[c];
       u += t.bias[act_.cols + c];
     }
     return activate<A>(g, u);
   }
 
-  // Values v, v + 1 (v even) are columns c, c + 1 of one row. bf16 computes and stores a pair
-  // per step; the e4m3 formats keep the 64 activated values for the 1x128 amax (the gate and up
-  // accumulators each value consumes are dead after it, so the peak stays near the 128
-  // accumulators).
+  // Gate values k, k + 1 (k even; flat v = gate_value(k), v + 1) are intermediate columns c,
+  // c + 1 of one row. bf16 computes and stores a pair per step; the e4m3 formats keep the 64
+  // activated values for the 1x128 amax (the gate and up accumulators each value consumes are
+  // dead after it, so the peak stays near the 128 accumulators).
   template <Activation A, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
                                  CoordTensor const& coord) const {
-    constexpr int kHalf = 64;  // flat values of the gate half
+    constexpr int kHalf = 64;  // gate values per thread
     const int cols = act_.cols;
     const int col0 = t.block * 128;
-    auto row_of = [&](int v) { return t.row0 + static_cast<int>(cute::get<0>(coord(v))); };
-    auto at = [&](int v) {
-      return int64_t{row_of(v)} * cols + col0 + static_cast<int>(cute::get<1>(coord(v)));
+    auto row_of = [&](int k) {
+      return t.row0 + static_cast<int>(cute::get<0>(coord(gate_value(k))));
+    };
+    auto at = [&](int k) {
+      return int64_t{row_of(k)} * cols + col0 +
+             inter_column(static_cast<int>(cute::get<1>(coord(gate_value(k)))));
     };
     if (act_.format == ActFormat::kBF16) {
       auto* o = static_cast<__nv_bfloat16*>(t.out);
       CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < kHalf; v += 2) {
-        if (row_of(v) < t.rows) {
-          *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(
-              act_value<A>(t, acc, coord, v), act_value<A>(t, acc, coord, v + 1));
+      for (int k = 0; k < kHalf; k += 2) {
+        if (row_of(k) < t.rows) {
+          *reinterpret_cast<__nv_bfloat162*>(o + at(k)) =
+              __floats2bfloat162_rn(act_value<A>(t, acc, coord, gate_value(k)),
+                                    act_value<A>(t, acc, coord, gate_value(k) + 1));
         }
       }
       return;
@@ -331,9 +362,9 @@ struct ActEpilogue : Base {
     float y[kHalf];
     float amax[2] = {0.0f, 0.0f};
     CUTLASS_PRAGMA_UNROLL
-    for (int v = 0; v < kHalf; ++v) {
-      y[v] = act_value<A>(t, acc, coord, v);
-      if (row_of(v) < t.rows) amax[(v >> 1) & 1] = quant::max_nan(amax[(v >> 1) & 1], fabsf(y[v]));
+    for (int k = 0; k < kHalf; ++k) {  // gate_value(k)'s row bit is k's
+      y[k] = act_value<A>(t, acc, coord, gate_value(k));
+      if (row_of(k) < t.rows) amax[(k >> 1) & 1] = quant::max_nan(amax[(k >> 1) & 1], fabsf(y[k]));
     }
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
@@ -346,12 +377,12 @@ struct ActEpilogue : Base {
     if (act_.format == ActFormat::kFP8Block128) {
       auto* o = static_cast<uint8_t*>(t.out);
       CUTLASS_PRAGMA_UNROLL
-      for (int v = 0; v < kHalf; v += 2) {
-        const int i = (v >> 1) & 1;
-        if (row_of(v) < t.rows) {
-          const uint16_t lo = quant::to_e4m3(y[v] * inv[i]);
-          const uint16_t hi = quant::to_e4m3(y[v + 1] * inv[i]);
-          *reinterpret_cast<uint16_t*>(o + at(v)) = static_cast<uint16_t>(lo | (hi << 8));
+      for (int k = 0; k < kHalf; k += 2) {
+        const int i = (k >> 1) & 1;
+        if (row_of(k) < t.rows) {
+          const uint16_t lo = quant::to_e4m3(y[k] * inv[i]);
+          const uint16_t hi = quant::to_e4m3(y[k + 1] * inv[i]);
+          *reinterpret_cast<uint16_t*>(o + at(k)) = static_cast<uint16_t>(lo | (hi << 8));
         }
       }
       if ((threadIdx.x & 3) == 0) {  // a_block_scale_index within the group's block
@@ -366,12 +397,12 @@ struct ActEpilogue : Base {
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
     auto* o = static_cast<__nv_bfloat16*>(t.out);
     CUTLASS_PRAGMA_UNROLL
-    for (int v = 0; v < kHalf; v += 2) {
-      const int i = (v >> 1) & 1;
-      if (row_of(v) < t.rows) {
-        const float a = quant::from_e4m3(quant::to_e4m3(y[v] * inv[i])) * scale[i];
-        const float b = quant::from_e4m3(quant::to_e4m3(y[v + 1] * inv[i])) * scale[i];
-        *reinterpret_cast<__nv_bfloat162*>(o + at(v)) = __floats2bfloat162_rn(a, b);
+    for (int k = 0; k < kHalf; k += 2) {
+      const int i = (k >> 1) & 1;
+      if (row_of(k) < t.rows) {
+        const float a = quant::from_e4m3(quant::to_e4m3(y[k] * inv[i])) * scale[i];
+        const float b = quant::from_e4m3(quant::to_e4m3(y[k + 1] * inv[i])) * scale[i];
+        *reinterpret_cast<__nv_bfloat162*>(o + at(k)) = __floats2bfloat162_rn(a, b);
       }
     }
   }

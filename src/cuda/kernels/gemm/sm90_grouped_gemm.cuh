@@ -182,9 +182,12 @@ struct Sm90GroupedGemm {
 #endif
   static constexpr int kSwapEpiN = SwapAB ? SERVEKIT_DIAG_SWAP_EPI_N : 0;
   static constexpr int kEpiN = SwapAB ? kSwapEpiN : kEpiTileN;
+  // Subtile rows: the builder takes 128 for the cooperative schedules, 64 for ping-pong (the
+  // swap-AB tile of the ping-pong A/B build).
+  static constexpr int kEpiM = Sched == GemmSchedule::kPingpong ? 64 : 128;
   using EpilogueTile =
       cute::conditional_t<kEpiN == 0, cutlass::epilogue::collective::EpilogueTileAuto,
-                          cute::Shape<cute::_128, cute::Int<kEpiN == 0 ? 32 : kEpiN>>>;
+                          cute::Shape<cute::Int<kEpiM>, cute::Int<kEpiN == 0 ? 32 : kEpiN>>>;
   using BuiltEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpilogueTile,
       ElementAcc, ElementAcc, void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD,
@@ -193,8 +196,9 @@ struct Sm90GroupedGemm {
   // also run GEMM1's activation in their epilogue (sm90_act_epilogue.cuh,
   // gemm_tile_fuses_activation), chosen per run.
   static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
-  using CollectiveEpilogue =
-      cute::conditional_t<kActEpilogue, ActEpilogue<BuiltEpilogue, SwapAB>, BuiltEpilogue>;
+  using CollectiveEpilogue = cute::conditional_t<
+      kActEpilogue, ActEpilogue<BuiltEpilogue, SwapAB, static_cast<int>(w13_interleave_rows(Op))>,
+      BuiltEpilogue>;
 
   using StageCount = cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
       sizeof(typename CollectiveEpilogue::SharedStorage))>;

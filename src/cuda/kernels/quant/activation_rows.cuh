@@ -14,7 +14,7 @@ namespace servekit::cuda::quant {
 template <ActFormat F, Activation A, bool kAmaxOnly>
 __global__ void __launch_bounds__(kRowThreads)
     activation_rows_kernel(const uint16_t* h, const float* bias, int64_t cols, PlanBuffers plan,
-                           ActBuffers out, bool interleaved) {
+                           ActBuffers out, int interleave) {
   pdl_wait();  // h comes from GEMM1
   pdl_trigger();
   constexpr bool kGated = activation_is_gated(A);
@@ -38,12 +38,14 @@ __global__ void __launch_bounds__(kRowThreads)
       gate[i] = up[i] = make_uint4(0, 0, 0, 0);
       group[i] = 0;
       if (span.r[i] < 0) continue;
-      // Gate chunk c at 8c and up at I + 8c, or, interleaved (moe_quant.h), within 128-column
-      // block c / 16 of the gate, the up block right after it.
-      const int64_t gate_at = interleaved
-                                  ? int64_t{span.c[i] >> 4} * 256 + (span.c[i] & 15) * kChunk
-                                  : int64_t{span.c[i]} * kChunk;
-      const int64_t up_at = interleaved ? gate_at + 128 : gate_at + cols;
+      // Gate chunk c at 8c and up at I + 8c, or, interleaved in blocks of w = interleave columns
+      // (moe_quant.h), within w-column block c / (w / 8) of the gate, the up block right after it.
+      int64_t gate_at = int64_t{span.c[i]} * kChunk, up_at = gate_at + cols;
+      if (interleave != 0) {
+        const int per = interleave / kChunk;
+        gate_at = int64_t{span.c[i] / per} * 2 * interleave + (span.c[i] % per) * kChunk;
+        up_at = gate_at + interleave;
+      }
       const uint16_t* row = h + int64_t{span.r[i]} * width;
       gate[i] = *reinterpret_cast<const uint4*>(row + gate_at);
       if constexpr (kGated) up[i] = *reinterpret_cast<const uint4*>(row + up_at);
