@@ -330,10 +330,14 @@ TEST(MoEQuantCuda, ActivationReadsInterleavedOutput) {
           scales.push_back(out_scales.download());
         }
         const size_t valid = static_cast<size_t>(hp.rows * inter) * bytes;
-        for (size_t i = 0; i < valid; ++i) ASSERT_EQ(rows[1][i], rows[0][i]) << "byte " << i;
-        if (f == ActFormat::kFP8Block128)
-          for (size_t i = 0; i < static_cast<size_t>(hp.rows * kb); ++i)
+        for (size_t i = 0; i < valid; ++i) {
+          ASSERT_EQ(rows[1][i], rows[0][i]) << "byte " << i;
+        }
+        if (f == ActFormat::kFP8Block128) {
+          for (size_t i = 0; i < static_cast<size_t>(hp.rows * kb); ++i) {
             ASSERT_EQ(std::memcmp(&scales[1][i], &scales[0][i], sizeof(float)), 0) << "scale " << i;
+          }
+        }
       }
   }
   DeviceArray<uint8_t> out_rows(static_cast<size_t>(hp.capacity * inter) * 2);
