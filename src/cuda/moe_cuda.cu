@@ -71,19 +71,13 @@ using cuda::DeviceBuffer;
 // tokens (far above any measured cutover; exec.path=static beyond it is an error at forward).
 constexpr int64_t kStaticMaxTokens = 1024;
 
-// SERVEKIT_DYNAMIC_PDL and SERVEKIT_DIAG_DYNAMIC_STOP (dynamic_options.h).
-bool dynamic_pdl_from_env() {
-  const char* v = std::getenv("SERVEKIT_DYNAMIC_PDL");
-  if (v == nullptr) return false;
-  const std::optional<bool> on = cuda::parse_dynamic_pdl(v);
-  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_PDL='", v, "' must be 1 or 0");
-  return *on;
-}
-bool dynamic_fused_act_from_env() {
-  const char* v = std::getenv("SERVEKIT_DYNAMIC_FUSED_ACT");
-  if (v == nullptr) return true;
-  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
-  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DYNAMIC_FUSED_ACT='", v, "' must be 1 or 0");
+// The on/off switches of dynamic_options.h (SERVEKIT_DYNAMIC_PDL, SERVEKIT_DYNAMIC_FUSED_ACT,
+// SERVEKIT_DIAG_SWAP_FUSED_ACT): `fallback` when unset or empty, else 1 / on or 0 / off.
+bool switch_from_env(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  const std::optional<bool> on = cuda::parse_dynamic_switch(v, fallback);
+  SERVEKIT_CHECK(on.has_value(), name, "='", v, "' must be 1 or 0");
   return *on;
 }
 cuda::GemmSwapChoice gemm_swap_from_env() {
@@ -93,13 +87,6 @@ cuda::GemmSwapChoice gemm_swap_from_env() {
   SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_SWAP='", v,
                  "' must be auto, cooperative or pingpong");
   return *c;
-}
-bool swap_fused_act_from_env() {
-  const char* v = std::getenv("SERVEKIT_DIAG_SWAP_FUSED_ACT");
-  if (v == nullptr) return true;
-  const std::optional<bool> on = cuda::parse_dynamic_switch(v, true);
-  SERVEKIT_CHECK(on.has_value(), "SERVEKIT_DIAG_SWAP_FUSED_ACT='", v, "' must be 1 or 0");
-  return *on;
 }
 int dynamic_stop_from_env() {
   const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
@@ -188,9 +175,9 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(cfg.exec.device.is_cuda(), "moe cuda: device ", cfg.exec.device.str(),
                  " is not a CUDA device");
   device_ = cfg.exec.device.index;
-  pdl_ = dynamic_pdl_from_env();
+  pdl_ = switch_from_env("SERVEKIT_DYNAMIC_PDL", false);
   diag_stop_ = dynamic_stop_from_env();
-  swap_fused_act_ = swap_fused_act_from_env();
+  swap_fused_act_ = switch_from_env("SERVEKIT_DIAG_SWAP_FUSED_ACT", true);
   hidden_ = cfg.experts.hidden_size;
   inter_ = cfg.experts.intermediate_size;
   w13_rows_ = w13_rows(cfg);
@@ -231,7 +218,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(capacity_ < (int64_t{1} << 31), "moe cuda: max_num_tokens=", max_tokens_,
                  " x (top_k + shared) exceeds 2^31 permuted rows");
 
-  w13_interleaved_ = dynamic_fused_act_from_env() && dynamic_ok_ &&
+  w13_interleaved_ = switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) && dynamic_ok_ &&
                      activation_is_gated(cfg.activation) && w13_rows_ == 2 * inter_ &&
                      inter_ % 128 == 0 && act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
