@@ -223,7 +223,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                      inter_ % 128 == 0 && act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
   // Each GEMM's swap-AB tile by its shape (N x K); GEMM1's sets the interleave its fused tiles
-  // need (the ping-pong swap tile 64 rows, else 128; the 128x256 tile takes either).
+  // need (the ping-pong swap tile 64 rows, else 128; create() builds the 128x256 tile for it).
   const cuda::GemmSwapChoice swap_choice = gemm_swap_from_env();
   gemm1_swap_pp_ = cuda::use_swap_pingpong(operand_, w13_rows_, hidden_, swap_choice);
   gemm2_swap_pp_ = cuda::use_swap_pingpong(operand_, hidden_, inter_, swap_choice);
