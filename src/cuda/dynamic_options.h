@@ -14,6 +14,11 @@
 //                                   is bf16's swap-AB tile, as before session 34 (the tile pick
 //                                   still counts the swap tile as fusing). Default 1. Results
 //                                   are identical either way.
+//   SERVEKIT_GEMM_SWAP=auto|cooperative|pingpong  bf16's swap-AB tile per GEMM: auto picks the
+//                                   ping-pong 128x144 tile where the expert's weight matrix is
+//                                   small (use_swap_pingpong, gemm_tile_config.h), else the
+//                                   cooperative 256x144 one; the others force one for both GEMMs.
+//                                   Results are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

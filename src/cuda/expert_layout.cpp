@@ -72,14 +72,15 @@ GemmWeightHost to_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t co
   }
 }
 
-void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols) {
+void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols, int64_t width) {
   const int64_t rows = 2 * inter;
   const size_t row_bytes = static_cast<size_t>(cols) * gemm_operand_bytes(op);
+  SERVEKIT_CHECK(width == 128 || (width == 64 && op == GemmOperand::kBF16),
+                 "interleave_w13: blocks of 128 rows, or 64 with bf16, got ", width);
   SERVEKIT_CHECK(inter > 0 && inter % 128 == 0 && cols > 0 &&
                      w.codes.size() == static_cast<size_t>(rows) * row_bytes,
                  "interleave_w13: need intermediate % 128 == 0 and a [2I, cols] matrix, got I=",
                  inter, " cols=", cols, " with ", w.codes.size(), " bytes");
-  const int64_t width = w13_interleave_rows(op);
   std::vector<uint8_t> codes(w.codes.size());
   for (int64_t p = 0; p < rows; ++p) {
     std::memcpy(&codes[static_cast<size_t>(p) * row_bytes],

@@ -28,9 +28,11 @@ struct GemmWeightHost {
 GemmWeightHost to_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t cols);
 
 // Reorders a converted [2I, cols] gate/up matrix (gate rows first) into the layout of the fused
-// activation (interleaved_w13_row in blocks of w13_interleave_rows(op), gemm_tile_config.h):
-// rows, and for fp8_block128 the 128-row scale blocks with them. Throws servekit::Error unless inter % 128 == 0 and w holds 2I rows of
+// activation (interleaved_w13_row in blocks of `width` rows, w13_interleave_rows,
+// gemm_tile_config.h): rows, and for fp8_block128 the 128-row scale blocks with them. Throws
+// servekit::Error unless inter % 128 == 0, width is 128 (or 64 with bf16) and w holds 2I rows of
 // `cols` elements of `op`.
-void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols);
+void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols,
+                    int64_t width = 128);
 
 }  // namespace servekit::cuda

@@ -156,18 +156,9 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 //   deepseek-v3 4096 / 8192 (143 / 286 with the shared expert): 8719.5 / 8703.2, 14095.9 /
 //     13826.1.
 // A 128x144 swap tile (same call) was 1.4% faster at qwen3-30b 2048 and slower everywhere else.
-// A/B only: built with -DSERVEKIT_DIAG_SWAP_PINGPONG=1 the swap tile is 128 weight rows x 144
-// tokens, ping-pong (each warp group a whole tile, so one group's epilogue, the fused activation
-// included, runs under the other's mainloop), and W13 is interleaved in 64-row blocks for bf16
-// (w13_interleave_rows) so that a tile's 128 weight rows hold a gate block and its up block.
-#ifndef SERVEKIT_DIAG_SWAP_PINGPONG
-#define SERVEKIT_DIAG_SWAP_PINGPONG 0
-#endif
 constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
-    GemmTileConfig t = SERVEKIT_DIAG_SWAP_PINGPONG
-                           ? GemmTileConfig{128, 144, 64, 2, 1, GemmSchedule::kPingpong}
-                           : GemmTileConfig{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
+    GemmTileConfig t{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
     t.swap_ab = true;
     return t;
   }
@@ -175,6 +166,48 @@ constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
 }
 constexpr bool has_swap_ab_tile(GemmOperand op) {
   return !(swap_ab_tile_config(op) == compiled_tile_config(op));
+}
+
+// The fourth instantiation of bf16: the swap-AB tile as 128 weight rows x 144 tokens, ping-pong
+// (each warp group a whole tile, so one group's epilogue, the fused activation included, runs
+// under the other's mainloop; 144 accumulators per thread, 6 stages). It replaces the cooperative
+// swap tile in the GEMMs that use_swap_pingpong picks. Its fused activation needs W13 in 64-row
+// gate/up blocks (a thread holds weight rows r and r + 64). Measured on the H200 (session 34,
+// ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs, dynamic bf16 layer, us, cooperative
+// vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0, 451.8; qwen3-235b 2048 1498.6,
+// 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7; deepseek-v3 8192 14017.6 vs
+// 17421.7.
+constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
+  if (op == GemmOperand::kBF16) {
+    GemmTileConfig t{128, 144, 64, 2, 1, GemmSchedule::kPingpong};
+    t.swap_ab = true;
+    return t;
+  }
+  return compiled_tile_config(op);
+}
+constexpr bool has_swap_pp_tile(GemmOperand op) {
+  return !(swap_pp_tile_config(op) == compiled_tile_config(op));
+}
+
+// Which swap-AB tile a GEMM builds (SERVEKIT_GEMM_SWAP, read by the MoE layer at construction).
+enum class GemmSwapChoice : uint8_t { kAuto, kCooperative, kPingpong };
+// "auto" or empty, "cooperative", "pingpong"; anything else is not a choice.
+constexpr std::optional<GemmSwapChoice> parse_gemm_swap_choice(std::string_view s) {
+  if (s.empty() || s == "auto") return GemmSwapChoice::kAuto;
+  if (s == "cooperative") return GemmSwapChoice::kCooperative;
+  if (s == "pingpong") return GemmSwapChoice::kPingpong;
+  return std::nullopt;
+}
+// The ping-pong swap tile where an expert's weight matrix (N x K) is small: there the fused
+// epilogue is a large share of a tile and the cooperative kernel cannot hide it. Of the four
+// measured rows only qwen3-30b gained, whose two GEMMs are 1536 x 2048 and 2048 x 768; the
+// smallest of the others is qwen3-235b's GEMM2, 4096 x 1536. Per-GEMM times to refine it:
+// bench/runs/next-swap-pp-stops.sh.
+inline constexpr int64_t kSwapPingpongMaxWeights = int64_t{2048} * 2048;
+constexpr bool use_swap_pingpong(GemmOperand op, int64_t n, int64_t k,
+                                 GemmSwapChoice choice = GemmSwapChoice::kAuto) {
+  if (!has_swap_pp_tile(op) || choice == GemmSwapChoice::kCooperative) return false;
+  return choice == GemmSwapChoice::kPingpong || n * k <= kSwapPingpongMaxWeights;
 }
 
 // Which of the two tiles a run uses, from the rows per group it expects (host-known: tokens x
@@ -275,7 +308,7 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
 constexpr bool gemm_tile_fuses_activation(GemmOperand op, const GemmTileConfig& t) {
   if (t.swap_ab) {
     // Cooperative 256 rows: warp group w holds rows r and r + 128 (128-row interleave). Ping-pong
-    // 128 rows (A/B build): one warp group holds rows r and r + 64 (64-row interleave).
+    // 128 rows (swap_pp_tile_config): one warp group holds rows r and r + 64 (64-row interleave).
     return op == GemmOperand::kBF16 &&
            ((t.schedule == GemmSchedule::kCooperative && t.tile_m == 256) ||
             (t.schedule == GemmSchedule::kPingpong && t.tile_m == 128));
@@ -285,13 +318,11 @@ constexpr bool gemm_tile_fuses_activation(GemmOperand op, const GemmTileConfig& 
 }
 
 // Rows of W13's gate/up interleave for the fused activation: 128 (the 128x256 tiles and the
-// cooperative swap-AB tile), or 64 for bf16 in the ping-pong swap-AB A/B build. fp8_block128's
-// weight scales cover 128 rows, so it keeps 128.
-constexpr int64_t w13_interleave_rows(GemmOperand op) {
-  return op == GemmOperand::kBF16 &&
-                 swap_ab_tile_config(GemmOperand::kBF16).schedule == GemmSchedule::kPingpong
-             ? 64
-             : 128;
+// cooperative swap-AB tile), or 64 for bf16 when GEMM1 uses the ping-pong swap-AB tile, whose 128
+// weight rows must hold a gate block and its up block. fp8_block128's weight scales cover 128
+// rows, so it keeps 128.
+constexpr int64_t w13_interleave_rows(GemmOperand op, bool swap_pingpong) {
+  return op == GemmOperand::kBF16 && swap_pingpong ? 64 : 128;
 }
 
 // W13 interleaved for the fused activation: physical row p of an expert's [2I, H] gate/up

@@ -90,9 +90,12 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
   switch (shape.operand) {
     // Shape errors are the same for every tile; the large runner reports them first.
     case GemmOperand::kBF16:
-      return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_bf16,
-                                                make_grouped_gemm_bf16_small_m,
-                                                make_grouped_gemm_bf16_swap, choice);
+      return std::make_unique<TileChoosingGemm>(
+          shape, device,
+          shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
+          make_grouped_gemm_bf16_small_m,
+          shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
+          choice);
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:

@@ -36,12 +36,16 @@ namespace servekit::cuda {
 // GEMM1's activation fused into the epilogue (MoE layer): with it, a run also writes
 //   out[r, c] = quantize(act(bf16(D[r, gate c]) + bias[g, c], bf16(D[r, up c]) + bias[g, I + c]))
 // for c < I = N / 2, bit for bit what launch_activation_quantize on D would give. B must be
-// interleaved in blocks of w13_interleave_rows(operand) rows (interleaved_w13_row). Only the
+// interleaved in blocks of act.interleave_rows rows (interleaved_w13_row). Only the
 // instantiations with gemm_tile_fuses_activation do it (fuses_activation below).
 struct GemmActFusion {
   bool enabled = false;
   Activation activation = Activation::kSwiGLU;  // gated
   ActFormat format = ActFormat::kBF16;          // kBF16, kFP8Block128 or kFP8Block128AsBF16
+  // Rows of B's gate/up interleave (w13_interleave_rows): 128, or 64 (bf16 only). Each tile
+  // fuses only on the interleave it is compiled for: create() builds bf16's 128x256 tile for this
+  // one; the swap-AB tiles have their own (cooperative 128, ping-pong 64).
+  int interleave_rows = 128;
 };
 
 struct GroupedGemmShape {
@@ -49,8 +53,12 @@ struct GroupedGemmShape {
   int num_groups = 0;  // G
   int64_t n = 0, k = 0;
   int64_t capacity_rows = 0;  // largest off[G] the caller will pass (sizes nothing; tuning hint)
+  // bf16: create() builds the ping-pong swap-AB tile (swap_pp_tile_config) instead of the
+  // cooperative one as the per-run swap choice (use_swap_pingpong picks it for a shape).
+  bool swap_pingpong = false;
   // Requires a gated activation, n % 256 == 0, a format that matches the operand (kFP8Block128
-  // with fp8_block128, the bf16 formats with bf16); create() throws otherwise.
+  // with fp8_block128, the bf16 formats with bf16) and interleave_rows 128 (or 64 with bf16);
+  // create() throws otherwise.
   GemmActFusion act{};
 };
 
@@ -131,6 +139,11 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shap
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
                                                             int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap(const GroupedGemmShape& shape, int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp(const GroupedGemmShape& shape,
+                                                            int device);
+// The 128x256 bf16 tile with its fused activation on W13 in 64-row blocks (create() takes it as
+// the large tile when shape.act.interleave_rows == 64).
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_w64(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_per_tensor(const GroupedGemmShape& shape,
                                                               int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmShape& shape,

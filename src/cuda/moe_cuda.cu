@@ -80,6 +80,14 @@ bool switch_from_env(const char* name, bool fallback) {
   SERVEKIT_CHECK(on.has_value(), name, "='", v, "' must be 1 or 0");
   return *on;
 }
+cuda::GemmSwapChoice gemm_swap_from_env() {
+  const char* v = std::getenv("SERVEKIT_GEMM_SWAP");
+  if (v == nullptr) return cuda::GemmSwapChoice::kAuto;
+  const std::optional<cuda::GemmSwapChoice> c = cuda::parse_gemm_swap_choice(v);
+  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_SWAP='", v,
+                 "' must be auto, cooperative or pingpong");
+  return *c;
+}
 int dynamic_stop_from_env() {
   const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
   if (v == nullptr) return 0;
@@ -146,6 +154,10 @@ class CudaMoEBackend final : public MoEBackend {
   bool w13_interleaved_ = false;
   int diag_stop_ = 0;           // SERVEKIT_DIAG_DYNAMIC_STOP
   bool swap_fused_act_ = true;  // SERVEKIT_DIAG_SWAP_FUSED_ACT
+  // Which swap-AB tile each GEMM builds (use_swap_pingpong; SERVEKIT_GEMM_SWAP), and the rows of
+  // W13's gate/up interleave that GEMM1's choice asks for (w13_interleave_rows).
+  bool gemm1_swap_pp_ = false, gemm2_swap_pp_ = false;
+  int w13_interleave_ = 128;
 
   // Dynamic path (exec.path dynamic, or auto with a capacity past the cutover): the GEMM-layout
   // weights above, the A1 / H1 / A2 workspace and the two grouped GEMMs; else none of them is
@@ -210,6 +222,12 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                      activation_is_gated(cfg.activation) && w13_rows_ == 2 * inter_ &&
                      inter_ % 128 == 0 && act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
+  // Each GEMM's swap-AB tile by its shape (N x K); GEMM1's sets the interleave its fused tiles
+  // need (the ping-pong swap tile 64 rows, else 128; create() builds the 128x256 tile for it).
+  const cuda::GemmSwapChoice swap_choice = gemm_swap_from_env();
+  gemm1_swap_pp_ = cuda::use_swap_pingpong(operand_, w13_rows_, hidden_, swap_choice);
+  gemm2_swap_pp_ = cuda::use_swap_pingpong(operand_, hidden_, inter_, swap_choice);
+  w13_interleave_ = static_cast<int>(cuda::w13_interleave_rows(operand_, gemm1_swap_pp_));
 
   DeviceScope scope(device_);
   const size_t g = static_cast<size_t>(num_groups_);
@@ -290,10 +308,12 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
 
   if (dynamic_ok_) {
     cuda::GroupedGemmShape s1{operand_, num_groups_, w13_rows_, hidden_, capacity_};
-    s1.act = {w13_interleaved_, cfg.activation, act_};
+    s1.act = {w13_interleaved_, cfg.activation, act_, w13_interleave_};
+    s1.swap_pingpong = gemm1_swap_pp_;
     gemm1_ = cuda::GroupedGemm::create(s1, device_);
-    gemm2_ =
-        cuda::GroupedGemm::create({operand_, num_groups_, hidden_, inter_, capacity_}, device_);
+    cuda::GroupedGemmShape s2{operand_, num_groups_, hidden_, inter_, capacity_};
+    s2.swap_pingpong = gemm2_swap_pp_;
+    gemm2_ = cuda::GroupedGemm::create(s2, device_);
   }
 }
 
@@ -311,7 +331,7 @@ void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t 
   SERVEKIT_CHECK(m.method == cfg_.quant.method, "moe cuda: expert ", index, " is prepared as ",
                  quant_name(m.method), ", the layer runs ", quant_name(cfg_.quant.method));
   cuda::GemmWeightHost w = cuda::to_gemm_layout(m, rows, cols);
-  if (interleave_w13) cuda::interleave_w13(w, operand_, inter_, cols);
+  if (interleave_w13) cuda::interleave_w13(w, operand_, inter_, cols, w13_interleave_);
   const size_t bytes = static_cast<size_t>(rows * cols) * cuda::gemm_operand_bytes(operand_);
   SERVEKIT_CHECK(w.codes.size() == bytes, "moe cuda: converted expert ", index, " has ",
                  w.codes.size(), " bytes, expected ", bytes);
@@ -483,9 +503,9 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
 
   const cuda::ActBuffers a2{a2_.get(), sfa2_.get<float>(), scalars + 1, amax + 1};
   if (!fused) {
-    cuda::launch_activation_quantize(
-        act_, cfg_.activation, h1_.get<uint16_t>(), b13, inter_, plan_, rows_bound, a2, stream,
-        pdl_, w13_interleaved_ ? static_cast<int>(cuda::w13_interleave_rows(operand_)) : 0);
+    cuda::launch_activation_quantize(act_, cfg_.activation, h1_.get<uint16_t>(), b13, inter_, plan_,
+                                     rows_bound, a2, stream, pdl_,
+                                     w13_interleaved_ ? w13_interleave_ : 0);
   }
   if (diag_stop_ == 4) return;
 

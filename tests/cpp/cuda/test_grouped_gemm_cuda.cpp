@@ -262,6 +262,11 @@ TEST(GroupedGemmCuda, BF16SmallM) {
 TEST(GroupedGemmCuda, BF16Swap) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap);
 }
+// The ping-pong swap-AB bf16 tile (128 weight rows x 144 tokens): N = 3712 is 29 weight tiles (an
+// odd count: the 2x1 cluster's last pair has a tile past N).
+TEST(GroupedGemmCuda, BF16SwapPingpong) {
+  run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pp);
+}
 // create() picks the tile per run from the rows hint over its 5 groups: `small` rows take the
 // 64-row tile, `large` rows and no hint (capacity 318, ~64 each) the 128-row one and `swap` rows
 // (bf16) the swap-AB one; all on the same object, in turn, results checked each time.
@@ -331,7 +336,7 @@ TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
 // groups, a 0-row run, tiles with 65, 64 and 61 rows). Rows past the last group must keep the
 // poison. B is random, so which rows are "gate" only matters to both paths alike.
 void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int64_t inter,
-                               int64_t k) {
+                               int64_t k, int interleave = 128) {
   SERVEKIT_REQUIRE_GPU();
   const int groups = 5;
   const int64_t rows = 318, n = 2 * inter, kb = inter / 128;
@@ -355,7 +360,7 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
 
   for (Activation act : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI}) {
     GroupedGemmShape shape{op, groups, n, k, rows};
-    shape.act = {true, act, f};
+    shape.act = {true, act, f, interleave};
     auto gemm = factory(shape, 0);
     ASSERT_TRUE(gemm->fuses_activation());
     for (bool with_bias : {false, true})
@@ -393,7 +398,7 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         plan.row_group = d_row_group.get();
         const ActBuffers ab{out_pass.get(), sc_pass.get(), nullptr, nullptr};
         launch_activation_quantize(f, act, d_h.get(), b13, inter, plan, rows, ab, nullptr, false,
-                                   static_cast<int>(w13_interleave_rows(op)));
+                                   interleave);
         // The fused epilogue.
         out_fused.poison();
         sc_fused.poison();
@@ -437,6 +442,12 @@ TEST(GroupedGemmCuda, BF16FusedActivation) {
   for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8Block128AsBF16})
     run_fused_activation_case(GemmOperand::kBF16, f, make_grouped_gemm_bf16, 1408, 2880);
 }
+// The same on W13 in 64-row gate/up blocks (what GEMM1's ping-pong swap tile asks for), the
+// 128x256 tile's second bf16 instantiation: it pairs flat values 32 apart.
+TEST(GroupedGemmCuda, BF16FusedActivationOn64RowInterleave) {
+  for (ActFormat f : {ActFormat::kBF16, ActFormat::kFP8Block128AsBF16})
+    run_fused_activation_case(GemmOperand::kBF16, f, make_grouped_gemm_bf16_w64, 1408, 2880, 64);
+}
 // fp8_block128: e4m3 intermediate with 1x128 scales. I = 1152 (9 tiles along N, the last pair
 // with a tile past N), K = 2944 (23 scale blocks).
 TEST(GroupedGemmCuda, FP8Block128FusedActivation) {
@@ -449,6 +460,12 @@ TEST(GroupedGemmCuda, FP8Block128FusedActivation) {
 TEST(GroupedGemmCuda, BF16SwapFusedActivation) {
   run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16, make_grouped_gemm_bf16_swap, 1408,
                             2880);
+}
+// The ping-pong swap-AB tile (128 weight rows x 144 tokens) on its 64-row interleave: 22 weight
+// tiles of 128 rows, I = 1408 = 22 x 64.
+TEST(GroupedGemmCuda, BF16SwapPingpongFusedActivation) {
+  run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16, make_grouped_gemm_bf16_swap_pp,
+                            1408, 2880, 64);
 }
 // The 64-row tile has no fused epilogue, and the swap-AB tile none for an e4m3 intermediate
 // (mxfp4_w4a8's round trip): they report it, and a run that asks for it throws; a fused shape
@@ -469,6 +486,20 @@ TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   e4m3.act.format = ActFormat::kFP8Block128AsBF16;
   auto swap_e4m3 = make_grouped_gemm_bf16_swap(e4m3, 0);
   EXPECT_FALSE(swap_e4m3->fuses_activation());
+  // Each swap tile fuses on its own interleave only: cooperative 128 rows, ping-pong 64.
+  GroupedGemmShape rows64 = shape;
+  rows64.act.interleave_rows = 64;
+  EXPECT_FALSE(make_grouped_gemm_bf16_swap(rows64, 0)->fuses_activation());
+  EXPECT_TRUE(make_grouped_gemm_bf16_swap_pp(rows64, 0)->fuses_activation());
+  EXPECT_FALSE(make_grouped_gemm_bf16_swap_pp(shape, 0)->fuses_activation());
+  EXPECT_FALSE(make_grouped_gemm_bf16(rows64, 0)->fuses_activation());  // compiled for 128
+  EXPECT_TRUE(make_grouped_gemm_bf16_w64(rows64, 0)->fuses_activation());
+  EXPECT_FALSE(make_grouped_gemm_bf16_w64(shape, 0)->fuses_activation());
+  EXPECT_TRUE(GroupedGemm::create(rows64, 0)->fuses_activation(5000));  // create() takes w64
+  GroupedGemmShape rows64_pp = rows64;
+  rows64_pp.swap_pingpong = true;
+  EXPECT_TRUE(GroupedGemm::create(rows64_pp, 0)->fuses_activation(640));  // the ping-pong swap
+  EXPECT_FALSE(GroupedGemm::create(rows64, 0)->fuses_activation(640));    // the cooperative one
   auto picked_e4m3 = GroupedGemm::create(e4m3, 0);
   EXPECT_FALSE(picked_e4m3->fuses_activation(640));  // the swap-AB tile: the pass
   EXPECT_TRUE(picked_e4m3->fuses_activation(5000));  // the 128-row tile fuses it
@@ -482,6 +513,12 @@ TEST(GroupedGemmCuda, FusedActivationOnlyWhereTheTileHasIt) {
   EXPECT_THROW(swap_e4m3->run(ops, nullptr), Error);
   shape.act.format = ActFormat::kFP8Block128;  // bf16 operand, e4m3 intermediate
   EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error);
+  shape.act.format = ActFormat::kBF16;
+  for (int bad : {0, 32, 256}) {
+    shape.act.interleave_rows = bad;
+    EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error) << bad;
+  }
+  shape.act.interleave_rows = 128;
   shape.act = {true, Activation::kReLU2, ActFormat::kBF16};  // not gated
   EXPECT_THROW(make_grouped_gemm_bf16(shape, 0), Error);
 }

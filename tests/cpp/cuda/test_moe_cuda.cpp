@@ -555,27 +555,40 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
 TEST(MoECuda, SwapTileMatchesReference) {
   SERVEKIT_REQUIRE_GPU();
   const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "swap");
-  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
-    Case c;
-    c.quant = q;
-    c.activation = Activation::kSwiGLUOAI;
-    c.bias = true;
-    c.shared = 2;
-    c.max_tokens = 1000;
-    MoELayer layer(make_config(c));
-    load_experts(layer, c);
-    cudaStream_t stream = nullptr;
-    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-    for (int64_t t : {1, 33, 384, 1000}) {
-      c.tokens = t;
-      c.sample = 48;
-      SCOPED_TRACE(case_name(c));
-      const Inputs in = make_inputs(c, t);
-      DeviceInputs dev(in, c);
-      check_output(layer, c, in, forward(layer, dev, stream));
+  // Both swap-AB tiles for both GEMMs (SERVEKIT_GEMM_SWAP, read at construction): the ping-pong
+  // one fuses the activation on W13 in 64-row blocks, the cooperative one on 128-row blocks.
+  for (const char* swap : {"cooperative", "pingpong"})
+    for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
+      const testing::ScopedEnv which("SERVEKIT_GEMM_SWAP", swap);
+      SCOPED_TRACE(swap);
+      Case c;
+      c.quant = q;
+      c.activation = Activation::kSwiGLUOAI;
+      c.bias = true;
+      c.shared = 2;
+      c.max_tokens = 1000;
+      MoELayer layer(make_config(c));
+      load_experts(layer, c);
+      cudaStream_t stream = nullptr;
+      ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+      for (int64_t t : {1, 33, 384, 1000}) {
+        c.tokens = t;
+        c.sample = 48;
+        SCOPED_TRACE(case_name(c));
+        const Inputs in = make_inputs(c, t);
+        DeviceInputs dev(in, c);
+        check_output(layer, c, in, forward(layer, dev, stream));
+      }
+      cudaStreamDestroy(stream);
     }
-    cudaStreamDestroy(stream);
-  }
+}
+
+// A misspelt SERVEKIT_GEMM_SWAP is an error at construction, not a silent auto.
+TEST(MoECuda, RejectsAnUnknownSwapChoice) {
+  SERVEKIT_REQUIRE_GPU();
+  const testing::ScopedEnv which("SERVEKIT_GEMM_SWAP", "ping-pong");
+  Case c;
+  EXPECT_THROW(MoELayer(make_config(c)), Error);
 }
 
 // The CUDA kernels read hidden and write out in 16-byte vectors: a view that starts off that

@@ -253,7 +253,7 @@ TEST(GemmTileConfig, FusedActivationTiles) {
   swap_pp.swap_ab = true;  // one warp group a 256-row tile: rows r, r + 64, r + 128, ...
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kBF16, swap_pp));
   GemmTileConfig swap_pp128{128, 144, 64, 2, 1, GemmSchedule::kPingpong};
-  swap_pp128.swap_ab = true;  // the A/B build's tile: rows r and r + 64 (64-row interleave)
+  swap_pp128.swap_ab = true;  // swap_pp_tile_config: rows r and r + 64 (64-row interleave)
   EXPECT_TRUE(gemm_tile_fuses_activation(GemmOperand::kBF16, swap_pp128));
   GemmTileConfig swap_fp8 = swap_ab_tile_config(GemmOperand::kBF16);
   EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kFP8Block128, swap_fp8));
@@ -266,7 +266,7 @@ TEST(GemmTileConfig, FusedActivationTiles) {
 // interleaved_w13_row with blocks of w rows is a permutation of [0, 2I) that puts gate row
 // wn + c at physical row 2wn + c and up row I + wn + c at 2wn + w + c: a 2w-row span holds a gate
 // row and its up row w apart. w = 128 by default (the 128x256 tiles and the cooperative swap-AB
-// tile); 64 for the ping-pong swap-AB A/B build.
+// tile); 64 where GEMM1 takes the ping-pong swap-AB tile.
 TEST(GemmTileConfig, InterleavedW13Rows) {
   for (int64_t w : {64, 128})
     for (int64_t inter : {128, 768, 2048, 14336}) {
@@ -287,9 +287,52 @@ TEST(GemmTileConfig, InterleavedW13Rows) {
     }
   EXPECT_EQ(interleaved_w13_row(300, 768), interleaved_w13_row(300, 768, 128));
   // fp8_block128's weight scales cover 128 rows: never a 64-row interleave.
-  EXPECT_EQ(w13_interleave_rows(GemmOperand::kFP8Block128), 128);
-  const bool pingpong = swap_ab_tile_config(GemmOperand::kBF16).schedule == GemmSchedule::kPingpong;
-  EXPECT_EQ(w13_interleave_rows(GemmOperand::kBF16), pingpong ? 64 : 128);
+  EXPECT_EQ(w13_interleave_rows(GemmOperand::kFP8Block128, true), 128);
+  EXPECT_EQ(w13_interleave_rows(GemmOperand::kBF16, false), 128);
+  EXPECT_EQ(w13_interleave_rows(GemmOperand::kBF16, true), 64);
+}
+
+// bf16's ping-pong swap-AB tile: 128 weight rows x 144 tokens, one warp group a tile, its fused
+// activation on the 64-row interleave; the other formats have none.
+TEST(GemmTileConfig, SwapPingpongTile) {
+  const GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16);
+  EXPECT_TRUE(t.swap_ab);
+  EXPECT_EQ(t.schedule, GemmSchedule::kPingpong);
+  EXPECT_EQ(t.tile_m, 128);
+  EXPECT_EQ(t.token_rows(), swap_ab_tile_config(GemmOperand::kBF16).token_rows());
+  EXPECT_TRUE(gemm_tile_fuses_activation(GemmOperand::kBF16, t));
+  EXPECT_EQ(t.tile_m / 2, w13_interleave_rows(GemmOperand::kBF16, true));
+  EXPECT_EQ(swap_ab_tile_config(GemmOperand::kBF16).tile_m / 2,
+            w13_interleave_rows(GemmOperand::kBF16, false));
+  EXPECT_TRUE(has_swap_pp_tile(GemmOperand::kBF16));
+  EXPECT_FALSE(has_swap_pp_tile(GemmOperand::kFP8Block128));
+  EXPECT_FALSE(has_swap_pp_tile(GemmOperand::kFP8PerTensor));
+}
+
+// Which GEMMs take it (N x K of an expert's matrix, gemm1 = (2I, H), gemm2 = (H, I)): both of
+// qwen3-30b's (the one row that gained, session 34), none of qwen3-235b's, gpt-oss-120b's,
+// deepseek-v3's or mixtral's; the override and its parsing.
+TEST(GemmTileConfig, SwapPingpongChoice) {
+  const GemmOperand b = GemmOperand::kBF16;
+  EXPECT_TRUE(use_swap_pingpong(b, 1536, 2048));    // qwen3-30b GEMM1
+  EXPECT_TRUE(use_swap_pingpong(b, 2048, 768));     // qwen3-30b GEMM2
+  EXPECT_FALSE(use_swap_pingpong(b, 3072, 4096));   // qwen3-235b GEMM1
+  EXPECT_FALSE(use_swap_pingpong(b, 4096, 1536));   // qwen3-235b GEMM2
+  EXPECT_FALSE(use_swap_pingpong(b, 5760, 2880));   // gpt-oss-120b GEMM1
+  EXPECT_FALSE(use_swap_pingpong(b, 2880, 2880));   // gpt-oss-120b GEMM2
+  EXPECT_FALSE(use_swap_pingpong(b, 4096, 7168));   // deepseek-v3 GEMM1
+  EXPECT_FALSE(use_swap_pingpong(b, 7168, 2048));   // deepseek-v3 GEMM2
+  EXPECT_FALSE(use_swap_pingpong(b, 4096, 14336));  // mixtral GEMM2
+  EXPECT_TRUE(use_swap_pingpong(b, 7168, 2048, GemmSwapChoice::kPingpong));
+  EXPECT_FALSE(use_swap_pingpong(b, 1536, 2048, GemmSwapChoice::kCooperative));
+  EXPECT_FALSE(use_swap_pingpong(GemmOperand::kFP8Block128, 1536, 2048));
+  EXPECT_FALSE(use_swap_pingpong(GemmOperand::kFP8Block128, 1536, 2048, GemmSwapChoice::kPingpong));
+  EXPECT_EQ(parse_gemm_swap_choice(""), GemmSwapChoice::kAuto);
+  EXPECT_EQ(parse_gemm_swap_choice("auto"), GemmSwapChoice::kAuto);
+  EXPECT_EQ(parse_gemm_swap_choice("cooperative"), GemmSwapChoice::kCooperative);
+  EXPECT_EQ(parse_gemm_swap_choice("pingpong"), GemmSwapChoice::kPingpong);
+  EXPECT_FALSE(parse_gemm_swap_choice("ping-pong").has_value());
+  EXPECT_FALSE(parse_gemm_swap_choice("Pingpong").has_value());
 }
 
 }  // namespace

@@ -112,6 +112,11 @@ class GroupedGemmRunner final : public GroupedGemm {
                      "grouped_gemm: the fused activation needs a gated activation, n % 256 == 0 "
                      "(n=",
                      shape.n, ") and an output format matching the operand");
+      SERVEKIT_CHECK(shape.act.interleave_rows == 128 ||
+                         (shape.act.interleave_rows == 64 && shape.operand == GemmOperand::kBF16),
+                     "grouped_gemm: the fused activation's W13 interleave is 128 rows, or 64 with "
+                     "bf16; got ",
+                     shape.act.interleave_rows);
     }
     SERVEKIT_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
@@ -148,10 +153,11 @@ class GroupedGemmRunner final : public GroupedGemm {
 
   const GroupedGemmShape& shape() const override { return shape_; }
   GemmConfig config(int64_t /*rows_hint*/) const override { return config_; }
-  // The swap-AB tile fuses bf16 intermediates only (sm90_act_epilogue.cuh); an e4m3 one keeps
-  // the pass there.
+  // A tile fuses only on the interleave it is compiled for (K::kInterleave; a swap-AB tile's is
+  // half its weight rows), and a swap-AB tile bf16 intermediates only (sm90_act_epilogue.cuh);
+  // otherwise the pass runs.
   bool fuses_activation(int64_t /*rows_hint*/ = 0) const override {
-    return K::kActEpilogue && shape_.act.enabled &&
+    return K::kActEpilogue && shape_.act.enabled && shape_.act.interleave_rows == K::kInterleave &&
            (!K::kSwapAB || shape_.act.format == ActFormat::kBF16);
   }
 

@@ -11,8 +11,9 @@
 //   column c at flat value v and up column c at v + 64: the pairing is local. Output tile n is
 //   one 128-column scale block of the intermediate, and a row's 128 values sit in the four lanes
 //   of a quad, so the 1x128 amax is two shuffles.
-// - With the 64-row interleave of the ping-pong A/B build (below), gate column c of the 128x256
-//   tile pairs with up column c + 64 instead (flat v + 32), gate columns [0, 64) and [128, 192).
+// - With the 64-row interleave (when GEMM1 uses the ping-pong swap-AB tile, below), gate column c
+//   of the 128x256 tile pairs with up column c + 64 instead (flat v + 32), gate columns [0, 64)
+//   and [128, 192) (a second bf16 instantiation of the tile, make_grouped_gemm_bf16_w64).
 // - 256x144 swap-AB tile (weights along M, tokens along N; bf16 intermediate only): the tiled
 //   MMA of the two warp groups covers 128 rows and repeats once along M, so warp group w holds
 //   weight rows [64w, 64w + 64) at flat values v < 72 and rows [128 + 64w, 192 + 64w) at v + 72
@@ -21,9 +22,9 @@
 //   and the lane four apart holds the next row (the next intermediate column) for the same
 //   tokens; one shuffle makes each a bf16 pair of one token. The 1x128 amax of the e4m3 formats
 //   would span both warp groups, so those keep the separate pass on this tile (the runner's
-//   fuses_activation). The ping-pong 128x144 swap tile (A/B build, -DSERVEKIT_DIAG_SWAP_PINGPONG=1)
-//   has one warp group a tile, rows r at v < 72 and r + 64 at v + 72: it needs W13 interleaved in
-//   64-row blocks, and then fuses the same way.
+//   fuses_activation). The ping-pong 128x144 swap tile (swap_pp_tile_config) has one warp group
+//   a tile, rows r at v < 72 and r + 64 at v + 72: it needs W13 interleaved in 64-row blocks, and
+//   then fuses the same way.
 //
 // Bits: the same as GEMM1 storing bf16 followed by the activation pass (activation_rows.cuh):
 // each accumulator is rounded to bf16 first, the bias added in fp32, the activation and the
@@ -63,9 +64,10 @@ struct ActEpilogueParams {
   const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
 };
 
-// kSwapAB: Base is the epilogue of a swap-AB tile (see the top of the file). kInterleave: the
-// rows of W13's gate/up interleave (w13_interleave_rows): 128, or 64 with the ping-pong swap-AB
-// tile of the A/B build, whose 128 weight rows must hold a gate block and its up block.
+// kSwapAB: Base is the epilogue of a swap-AB tile (see the top of the file). kInterleave: the rows
+// of W13's gate/up blocks the store is compiled for (a swap tile's is half its weight rows). One
+// store per kernel: compiling the 128x256 tile's for both interleaves behind a run-time switch
+// made ptxas spill ~300 bytes (session 34), so bf16 has a 128x256 instantiation per interleave.
 template <class Base, bool kSwapAB = false, int kInterleave = 128>
 struct ActEpilogue : Base {
   static_assert(kInterleave == 64 || kInterleave == 128, "W13 interleaves 64 or 128 rows");
@@ -202,11 +204,11 @@ struct ActEpilogue : Base {
     // The activation is picked once per tile, not per value.
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        return store_tile<Activation::kSwiGLU>(t, acc, coord);
+        return store_tile_w<Activation::kSwiGLU>(t, acc, coord);
       case Activation::kGeGLU:
-        return store_tile<Activation::kGeGLU>(t, acc, coord);
+        return store_tile_w<Activation::kGeGLU>(t, acc, coord);
       default:  // kSwiGLUOAI (the runner accepts gated activations only)
-        return store_tile<Activation::kSwiGLUOAI>(t, acc, coord);
+        return store_tile_w<Activation::kSwiGLUOAI>(t, acc, coord);
     }
   }
 
@@ -297,51 +299,59 @@ struct ActEpilogue : Base {
     const float* bias = nullptr;
   };
 
-  // The 128x256 tile's gate values: the k-th (k < 64) is flat value gate_value(k), its up value
-  // kUp further. The m64n256 atom puts column 8j + 2q + b at flat 4j + 2q' + b (q' the row bit):
-  // with the 128-row interleave the gate columns are [0, 128) = flat [0, 64) and up is 128
-  // columns (64 values) on; with the 64-row one the gate columns are [0, 64) and [128, 192) =
-  // flat [0, 32) and [64, 96), up 64 columns (32 values) on.
-  static constexpr int kUp = kInterleave / 2;
+  // The 128x256 tile's gate values with W13 in W-row blocks: the k-th (k < 64) is flat value
+  // gate_value<W>(k), its up value W / 2 further. The m64n256 atom puts column 8j + 2q + b at flat
+  // 4j + 2q' + b (q' the row bit): with the 128-row interleave the gate columns are [0, 128) = flat
+  // [0, 64) and up is 128 columns (64 values) on; with the 64-row one the gate columns are [0, 64)
+  // and [128, 192) = flat [0, 32) and [64, 96), up 64 columns (32 values) on.
+  template <int W>
   static constexpr CUTLASS_HOST_DEVICE int gate_value(int k) {
-    return kInterleave == 128 ? k : (k & 31) | ((k >> 5) << 6);
+    return W == 128 ? k : (k & 31) | ((k >> 5) << 6);
   }
   // Column of the 128-column block of the intermediate that tile column c (a gate column) holds.
+  template <int W>
   static constexpr CUTLASS_HOST_DEVICE int inter_column(int c) {
-    return c / (2 * kInterleave) * kInterleave + c % (2 * kInterleave);
+    return c / (2 * W) * W + c % (2 * W);
   }
 
   // act(bf16(gate) + bias, bf16(up) + bias) of the gate flat value v: gate is acc(v), up
-  // acc(v + kUp), at intermediate column inter_column(coord(v)) of the 128-column block.
-  template <Activation A, class AccTensor, class CoordTensor>
+  // acc(v + W / 2), at intermediate column inter_column<W>(coord(v)) of the 128-column block.
+  template <Activation A, int W, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE float act_value(Tile const& t, AccTensor const& acc, CoordTensor const& coord,
                                  int v) const {
     float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
-    float u = __bfloat162float(__float2bfloat16_rn(acc(v + kUp)));
+    float u = __bfloat162float(__float2bfloat16_rn(acc(v + W / 2)));
     if (t.bias != nullptr) {
-      const int c = t.block * 128 + inter_column(static_cast<int>(cute::get<1>(coord(v))));
+      const int c = t.block * 128 + inter_column<W>(static_cast<int>(cute::get<1>(coord(v))));
       g += t.bias[c];
       u += t.bias[act_.cols + c];
     }
     return activate<A>(g, u);
   }
 
-  // Gate values k, k + 1 (k even; flat v = gate_value(k), v + 1) are intermediate columns c,
+  // The 128x256 tile's store.
+  template <Activation A, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE void store_tile_w(Tile const& t, AccTensor const& acc,
+                                   CoordTensor const& coord) const {
+    return store_tile<A, kInterleave>(t, acc, coord);
+  }
+
+  // Gate values k, k + 1 (k even; flat v = gate_value<W>(k), v + 1) are intermediate columns c,
   // c + 1 of one row. bf16 computes and stores a pair per step; the e4m3 formats keep the 64
   // activated values for the 1x128 amax (the gate and up accumulators each value consumes are
   // dead after it, so the peak stays near the 128 accumulators).
-  template <Activation A, class AccTensor, class CoordTensor>
+  template <Activation A, int W, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
                                  CoordTensor const& coord) const {
     constexpr int kHalf = 64;  // gate values per thread
     const int cols = act_.cols;
     const int col0 = t.block * 128;
     auto row_of = [&](int k) {
-      return t.row0 + static_cast<int>(cute::get<0>(coord(gate_value(k))));
+      return t.row0 + static_cast<int>(cute::get<0>(coord(gate_value<W>(k))));
     };
     auto at = [&](int k) {
       return int64_t{row_of(k)} * cols + col0 +
-             inter_column(static_cast<int>(cute::get<1>(coord(gate_value(k)))));
+             inter_column<W>(static_cast<int>(cute::get<1>(coord(gate_value<W>(k)))));
     };
     if (act_.format == ActFormat::kBF16) {
       auto* o = static_cast<__nv_bfloat16*>(t.out);
@@ -349,8 +359,8 @@ struct ActEpilogue : Base {
       for (int k = 0; k < kHalf; k += 2) {
         if (row_of(k) < t.rows) {
           *reinterpret_cast<__nv_bfloat162*>(o + at(k)) =
-              __floats2bfloat162_rn(act_value<A>(t, acc, coord, gate_value(k)),
-                                    act_value<A>(t, acc, coord, gate_value(k) + 1));
+              __floats2bfloat162_rn(act_value<A, W>(t, acc, coord, gate_value<W>(k)),
+                                    act_value<A, W>(t, acc, coord, gate_value<W>(k) + 1));
         }
       }
       return;
@@ -362,8 +372,8 @@ struct ActEpilogue : Base {
     float y[kHalf];
     float amax[2] = {0.0f, 0.0f};
     CUTLASS_PRAGMA_UNROLL
-    for (int k = 0; k < kHalf; ++k) {  // gate_value(k)'s row bit is k's
-      y[k] = act_value<A>(t, acc, coord, gate_value(k));
+    for (int k = 0; k < kHalf; ++k) {  // gate_value<W>(k)'s row bit is k's
+      y[k] = act_value<A, W>(t, acc, coord, gate_value<W>(k));
       if (row_of(k) < t.rows) amax[(k >> 1) & 1] = quant::max_nan(amax[(k >> 1) & 1], fabsf(y[k]));
     }
     float scale[2], inv[2];

@@ -89,8 +89,10 @@ struct PdlKernel : Base {
 // the group's rows as its N, so a group's rows fill a tile of TileN tokens (any multiple of 8)
 // instead of whole 64-row wgmma blocks; D_gᵀ column-major is D_g row-major. The runner swaps the
 // problem sizes and pointers (write_group_arguments).
+// Interleave: the rows of W13's gate/up blocks the fused activation is compiled for (the 128x256
+// tile; a swap-AB tile's is half its weight rows).
 template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
-          GemmSchedule Sched, bool SwapAB = false>
+          GemmSchedule Sched, bool SwapAB = false, int Interleave = 128>
 struct Sm90GroupedGemm {
   static_assert(!SwapAB || Op == GemmOperand::kBF16, "swap-AB is written for bf16 only");
   static constexpr bool kSwapAB = SwapAB;
@@ -182,8 +184,8 @@ struct Sm90GroupedGemm {
 #endif
   static constexpr int kSwapEpiN = SwapAB ? SERVEKIT_DIAG_SWAP_EPI_N : 0;
   static constexpr int kEpiN = SwapAB ? kSwapEpiN : kEpiTileN;
-  // Subtile rows: the builder takes 128 for the cooperative schedules, 64 for ping-pong (the
-  // swap-AB tile of the ping-pong A/B build).
+  // Subtile rows: the builder takes 128 for the cooperative schedules, 64 for ping-pong (bf16's
+  // ping-pong swap-AB tile; the 64-row tiles keep the builder's choice).
   static constexpr int kEpiM = Sched == GemmSchedule::kPingpong ? 64 : 128;
   using EpilogueTile =
       cute::conditional_t<kEpiN == 0, cutlass::epilogue::collective::EpilogueTileAuto,
@@ -192,13 +194,14 @@ struct Sm90GroupedGemm {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape, EpilogueTile,
       ElementAcc, ElementAcc, void, LayoutD*, kAlignD, ElementD, LayoutD*, kAlignD,
       EpilogueSchedule, FusionOp>::CollectiveOp;
-  // The 128x256 cooperative tiles of bf16 and fp8_block128 and bf16's 256x144 swap-AB tile can
-  // also run GEMM1's activation in their epilogue (sm90_act_epilogue.cuh,
-  // gemm_tile_fuses_activation), chosen per run.
+  // The 128x256 cooperative tiles of bf16 and fp8_block128 and bf16's two swap-AB tiles can also
+  // run GEMM1's activation in their epilogue (sm90_act_epilogue.cuh, gemm_tile_fuses_activation),
+  // chosen per run.
   static constexpr bool kActEpilogue = gemm_tile_fuses_activation(Op, kTile);
-  using CollectiveEpilogue = cute::conditional_t<
-      kActEpilogue, ActEpilogue<BuiltEpilogue, SwapAB, static_cast<int>(w13_interleave_rows(Op))>,
-      BuiltEpilogue>;
+  static constexpr int kInterleave = SwapAB ? TileM / 2 : Interleave;
+  using CollectiveEpilogue =
+      cute::conditional_t<kActEpilogue, ActEpilogue<BuiltEpilogue, SwapAB, kInterleave>,
+                          BuiltEpilogue>;
 
   using StageCount = cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(
       sizeof(typename CollectiveEpilogue::SharedStorage))>;
