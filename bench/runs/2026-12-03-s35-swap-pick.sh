@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in session 34, not run yet. bench/runs/swap-pick.patch (branch wip/swap-pick): bf16's
+# Prepared in session 34, ran in session 35 (results: bench/results/h200/ab/2026-12-03-s35-swap-pick). bench/runs/swap-pick.patch (branch wip/swap-pick): bf16's
 # ping-pong 128x144 swap-AB tile as a fourth instantiation, picked per GEMM by the expert's weight
 # matrix (use_swap_pingpong: N x K <= 2048 x 2048, i.e. qwen3-30b's two GEMMs among the presets;
 # SERVEKIT_GEMM_SWAP=auto|cooperative|pingpong overrides), W13's gate/up interleave from GEMM1's
