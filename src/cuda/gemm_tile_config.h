@@ -267,17 +267,28 @@ enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap };
 // 128-row tile that fuses the activation (the fused epilogue saves ~1.5-2% of the layer, ninth
 // and twenty-sixth passes), and wherever it cuts it at all against one that does not.
 inline constexpr double kSwapOverFusedPadding = 0.97;
+// Up to how many rows per group a GEMM whose swap-AB tile is the ping-pong one (use_swap_pingpong)
+// takes it over the 128-row tile, whatever the padding model says: the ping-pong tile hides its
+// epilogue under the other warp group's mainloop, which the 128x256 cooperative tile cannot, and on
+// these small weight matrices the epilogue is a large share of a tile. Measured on the H200
+// (session 35, ab/2026-12-03-s35-check, qwen3-30b bf16, us, 128-row tile vs ping-pong swap tile):
+// 8192 tokens (512 rows per expert) 1287.4 vs 1223.5, GEMM1 alone 736 vs 684.
+inline constexpr int64_t kSwapPingpongMaxRows = 512;
+
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
 // shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in
-// its epilogue and the swap-AB tile would not (the caller passes false when both would). The 64-row
-// tile up to small_m_tile_max_rows, then the swap-AB tile where its expected padding
+// its epilogue and the swap-AB tile would not (the caller passes false when both would);
+// swap_pingpong: the GEMM's swap-AB tile is the ping-pong one. The 64-row tile up to
+// small_m_tile_max_rows; with a ping-pong swap tile, that tile up to kSwapPingpongMaxRows; else the
+// swap-AB tile where its expected padding
 // (expected_tile_padding) is below the 128-row tile's (times kSwapOverFusedPadding when that one
 // fuses), else the 128-row tile. Against the measurements above: 64 rows large (2.0 vs 2.25), 128
 // swap (1.49 vs 1.19), 143 swap, 256 swap (1.24 vs 1.14; measured 0.8-1.6% slower on qwen3 where
 // the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13). A
 // forced choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile.
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
-                                     GemmTileChoice choice = GemmTileChoice::kAuto) {
+                                     GemmTileChoice choice = GemmTileChoice::kAuto,
+                                     bool swap_pingpong = false) {
   switch (choice) {
     case GemmTileChoice::kLarge:
       return GemmTileKind::kLarge;
@@ -290,6 +301,8 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
   }
   if (use_small_m_tile(op, rows_per_group)) return GemmTileKind::kSmall;
   if (!has_swap_ab_tile(op) || rows_per_group < 1) return GemmTileKind::kLarge;
+  if (swap_pingpong && has_swap_pp_tile(op) && rows_per_group <= kSwapPingpongMaxRows)
+    return GemmTileKind::kSwap;
   const double m = static_cast<double>(rows_per_group);
   const double large = expected_tile_padding(compiled_tile_config(op).token_rows(), m) *
                        (large_fuses ? kSwapOverFusedPadding : 1.0);

@@ -72,8 +72,9 @@ class TileChoosingGemm final : public GroupedGemm {
     // The 128-row tile's fused epilogue tips the balance only where the swap-AB tile has none.
     const bool large_fuses_alone =
         large_->fuses_activation() && !(swap_ && swap_->fuses_activation());
-    const GemmTileKind kind =
-        choose_gemm_tile(large_->shape().operand, per_group, large_fuses_alone, choice_);
+    const GroupedGemmShape& s = large_->shape();
+    const GemmTileKind kind = choose_gemm_tile(s.operand, per_group, large_fuses_alone, choice_,
+                                               swap_ != nullptr && s.swap_pingpong);
     last_pick_.store(per_group << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
     return kind;
   }

@@ -332,6 +332,18 @@ TEST(GemmTileConfig, SwapPingpongChoice) {
   EXPECT_EQ(parse_gemm_swap_choice("cooperative"), GemmSwapChoice::kCooperative);
   EXPECT_EQ(parse_gemm_swap_choice("pingpong"), GemmSwapChoice::kPingpong);
   EXPECT_FALSE(parse_gemm_swap_choice("ping-pong").has_value());
+  // A GEMM with the ping-pong swap tile takes it up to kSwapPingpongMaxRows rows per group, where
+  // the padding model alone would take the 128-row tile (qwen3-30b at 8192 tokens: 512 rows).
+  using K = GemmTileKind;
+  const GemmTileChoice a = GemmTileChoice::kAuto;
+  EXPECT_EQ(choose_gemm_tile(b, 512, true, a, false), K::kLarge);
+  EXPECT_EQ(choose_gemm_tile(b, 512, true, a, true), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 128, true, a, true), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, kSwapPingpongMaxRows, false, a, true), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 2048, true, a, true), K::kLarge);  // the padding model again
+  EXPECT_EQ(choose_gemm_tile(b, 16, true, a, true), K::kSmall);    // the 64-row tile first
+  EXPECT_EQ(choose_gemm_tile(b, 512, true, GemmTileChoice::kLarge, true), K::kLarge);
+  EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 512, true, a, true), K::kLarge);
   EXPECT_FALSE(parse_gemm_swap_choice("Pingpong").has_value());
 }
 
