@@ -271,9 +271,12 @@ inline constexpr double kSwapOverFusedPadding = 0.97;
 // takes it over the 128-row tile, whatever the padding model says: the ping-pong tile hides its
 // epilogue under the other warp group's mainloop, which the 128x256 cooperative tile cannot, and on
 // these small weight matrices the epilogue is a large share of a tile. Measured on the H200
-// (session 35, ab/2026-12-03-s35-check, qwen3-30b bf16, us, 128-row tile vs ping-pong swap tile):
-// 8192 tokens (512 rows per expert) 1287.4 vs 1223.5, GEMM1 alone 736 vs 684.
-inline constexpr int64_t kSwapPingpongMaxRows = 512;
+// (session 35, qwen3-30b bf16, us, 128-row tile vs ping-pong swap tile; ab/2026-12-03-s35-check
+// and, two rounds each, ab/2026-12-03-s35-pp-rows): 1024 tokens (64 rows per expert) 406.0,
+// 406.6 vs 404.8, 404.4; 2048 501.6, 500.4 vs 453.4, 453.3; 4096 750.4, 752.2 vs 695.8, 695.1;
+// 8192 1295.3, 1291.9 vs 1232.0, 1231.6 (GEMM1 alone 736 vs 684); 16384 (1024 rows) 2439.1,
+// 2488.3 vs 2376.4, 2416.2. Larger groups were not measured: the padding model decides there.
+inline constexpr int64_t kSwapPingpongMaxRows = 1024;
 
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
 // shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in

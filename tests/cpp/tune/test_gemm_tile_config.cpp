@@ -108,7 +108,7 @@ TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
   EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);    // deepseek-v3 4096
   EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwap);   // gpt-oss 8192
   EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);    // deepseek-v3 8192
-  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);   // qwen3 8192, mixtral 2048
+  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);   // mixtral 2048 (qwen3-30b: below)
   EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);  // mixtral 8192
   EXPECT_EQ(choose_gemm_tile(b, 0, true), K::kSmall);
   // No swap tile in the fp8 formats.
@@ -333,13 +333,14 @@ TEST(GemmTileConfig, SwapPingpongChoice) {
   EXPECT_EQ(parse_gemm_swap_choice("pingpong"), GemmSwapChoice::kPingpong);
   EXPECT_FALSE(parse_gemm_swap_choice("ping-pong").has_value());
   // A GEMM with the ping-pong swap tile takes it up to kSwapPingpongMaxRows rows per group, where
-  // the padding model alone would take the 128-row tile (qwen3-30b at 8192 tokens: 512 rows).
+  // the padding model alone would take the 128-row tile (qwen3-30b at 8192 and 16384 tokens).
   using K = GemmTileKind;
   const GemmTileChoice a = GemmTileChoice::kAuto;
   EXPECT_EQ(choose_gemm_tile(b, 512, true, a, false), K::kLarge);
   EXPECT_EQ(choose_gemm_tile(b, 512, true, a, true), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 128, true, a, true), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, kSwapPingpongMaxRows, false, a, true), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 1024, true, a, true), K::kSwap);   // qwen3-30b 16384 tokens
   EXPECT_EQ(choose_gemm_tile(b, 2048, true, a, true), K::kLarge);  // the padding model again
   EXPECT_EQ(choose_gemm_tile(b, 16, true, a, true), K::kSmall);    // the 64-row tile first
   EXPECT_EQ(choose_gemm_tile(b, 512, true, GemmTileChoice::kLarge, true), K::kLarge);
