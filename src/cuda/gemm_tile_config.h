@@ -177,9 +177,14 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0, 451.8; qwen3-235b 2048 1498.6,
 // 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7; deepseek-v3 8192 14017.6 vs
 // 17421.7.
+// A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with four CTAs per cluster along the
+// weights (the token tile multicast to four weight tiles instead of two).
+#ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
+#define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
+#endif
 constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
-    GemmTileConfig t{128, 144, 64, 2, 1, GemmSchedule::kPingpong};
+    GemmTileConfig t{128, 144, 64, SERVEKIT_DIAG_SWAP_PP_CLUSTER_M, 1, GemmSchedule::kPingpong};
     t.swap_ab = true;
     return t;
   }
