@@ -178,7 +178,9 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7; deepseek-v3 8192 14017.6 vs
 // 17421.7.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with four CTAs per cluster along the
-// weights (the token tile multicast to four weight tiles instead of two).
+// weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
+// 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1): 2048 tokens 452.8, 451.8 /
+// 464.9, 464.6; 8192 1233.8 / 1292.8.
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
 #endif
