@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in session 26, not run yet (compiled for sm_90a on the CPU machine: the 64x144x16
+# SUPERSEDED, do not run: session 27 merged a different swap-AB tile (256x144 cooperative,
+# grouped_gemm_bf16_swap.cu) and session 35 the ping-pong 128x144 one; this patch no longer applies.
+# Prepared in session 26, never run (compiled for sm_90a on the CPU machine: the 64x144x16
 # wgmma, 0 bytes of spill, 168 registers). Run bench/runs/next-balanced.sh first: if balanced
 # routing is not much faster than uniform on qwen3-30b at 2048 tokens, padding is not the cost
 # and this tile cannot help.
