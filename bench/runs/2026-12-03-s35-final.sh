@@ -8,22 +8,13 @@
 #      (SERVEKIT_DIAG_DYNAMIC_STOP=1, 2, 3, 5, then whole; 4 is the activation pass, fused here)
 # Device (carry [".deps"], ~5 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-03-s35-final.sh
 set -uo pipefail
-source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, work_dir, bench_row
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, work_dir, bench_row, issue3_rows
 BUDGET_S=${BUDGET_S:-400}
 work_dir s35-final
 env JOBS=16 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$W/build.log" 2>&1 ||
   { tail -n 40 "$W/build.log"; exit 1; }
 say "build done"
-LEFT=$(left)
-((LEFT > 60)) && timeout $((LEFT - 10)) "$B/servekit" bench moe \
-  --preset qwen3-30b-a3b --quant bf16 --tokens 2048,8192 --routing uniform --check-tokens 32 \
-  --then --preset mixtral-8x7b --quant bf16 --tokens 2048,8192 --routing uniform --check-tokens 32 \
-  --then --preset deepseek-v3 --quant fp8_block128 --tokens 2048,8192 --routing uniform --check-tokens 32 \
-  --then --preset deepseek-v3 --quant bf16 --tokens 8192 --routing uniform --check-tokens 32 \
-  --max-seconds $((LEFT - 40)) --commit "${SERVEKIT_COMMIT:-unknown}" \
-  --out "$OUT/issue3.json" >"$OUT/issue3.log" 2>&1
-say "bench rc=$?"
-grep -E '^(deepseek|qwen|mixtral)' "$OUT/issue3.log" | tee -a "$W/$WORK_NAME.txt"
+issue3_rows
 Q="--preset qwen3-30b-a3b --quant bf16 --routing uniform --path dynamic"
 for t in 2048 8192; do
   for s in 1 2 3 5 0; do

@@ -64,3 +64,22 @@ copy_tree() {
   ln -s "$PWD/.deps" "$1/.deps"
   [[ -z ${2:-} ]] || (cd "$1" && patch -p1 <"$2" >/dev/null) || { say "patch $2 does not apply"; exit 1; }
 }
+# issue3_rows: issue 3's target rows (qwen3-30b and mixtral bf16 at 2048 and 8192 tokens,
+# deepseek-v3 fp8_block128 at 2048 and 8192, bf16 at 8192; uniform routing) with their cuBLAS
+# peers, 32 tokens checked against the CPU reference, into $OUT/issue3.json and .log, boxed to
+# left() (skipped under 60 s); the rows' lines go to the summary. Needs W, left and say. Scripts
+# of session 35 on (its check and final calls were switched to it after they ran, same commands).
+issue3_rows() {
+  local t
+  t=$(left)
+  ((t > 60)) || { say "issue 3 rows skipped (budget)"; return; }
+  timeout $((t - 10)) "$B/servekit" bench moe \
+    --preset qwen3-30b-a3b --quant bf16 --tokens 2048,8192 --routing uniform --check-tokens 32 \
+    --then --preset mixtral-8x7b --quant bf16 --tokens 2048,8192 --routing uniform --check-tokens 32 \
+    --then --preset deepseek-v3 --quant fp8_block128 --tokens 2048,8192 --routing uniform --check-tokens 32 \
+    --then --preset deepseek-v3 --quant bf16 --tokens 8192 --routing uniform --check-tokens 32 \
+    --max-seconds $((t - 40)) --commit "${SERVEKIT_COMMIT:-unknown}" \
+    --out "$OUT/issue3.json" >"$OUT/issue3.log" 2>&1
+  say "bench rc=$?"
+  grep -E '^(deepseek|qwen|mixtral)' "$OUT/issue3.log" | tee -a "$W/$WORK_NAME.txt"
+}
