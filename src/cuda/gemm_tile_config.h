@@ -181,12 +181,18 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
 // 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1): 2048 tokens 452.8, 451.8 /
 // 464.9, 464.6; 8192 1233.8 / 1292.8.
+// A/B only, not measured yet: -DSERVEKIT_DIAG_SWAP_PP_TILE_K=128 takes k-steps of 128 (3 stages
+// instead of 6 of 64, the same bytes in flight, half the per-k-step barrier and fence work).
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
 #endif
+#ifndef SERVEKIT_DIAG_SWAP_PP_TILE_K
+#define SERVEKIT_DIAG_SWAP_PP_TILE_K 64
+#endif
 constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
-    GemmTileConfig t{128, 144, 64, SERVEKIT_DIAG_SWAP_PP_CLUSTER_M, 1, GemmSchedule::kPingpong};
+    GemmTileConfig t{128, 144, SERVEKIT_DIAG_SWAP_PP_TILE_K, SERVEKIT_DIAG_SWAP_PP_CLUSTER_M, 1,
+                     GemmSchedule::kPingpong};
     t.swap_ab = true;
     return t;
   }

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Prepared in session 35, not run yet (the flagged TU compiled for sm_90a on the CPU machine: 168
+# registers, no stack). bf16's ping-pong swap tile (qwen3-30b's GEMMs) with k-steps of 128
+# (-DSERVEKIT_DIAG_SWAP_PP_TILE_K=128, gemm_tile_config.h: 3 stages instead of 6 of 64, the same
+# bytes in flight) against main's 64. At 2048 tokens a k-step of 64 is ~0.31 us of wgmma (128 x
+# 144 x 64), so a fixed cost per k-step (the full/empty barrier round trip, the wgmma fence and
+# wait) of 50-100 cycles would be 10-15% of it; k-steps of 128 halve their count. Prediction: up to
+# -5% on qwen3-30b at 2048 and 4096 tokens if that cost shows, level if the GEMMs wait on memory
+# (bench/runs/next-pp-profile.sh asks which).
+#   1. main (tests off) and the flagged tree (tests on) built in parallel, 8 jobs each
+#   2. on the flagged build: the ping-pong swap tile's GEMM tests (K = 2880: a k-tail of 64 in the
+#      last step of 128) and the layer's swap test
+#   3. qwen3-30b bf16 dynamic, uniform: 2048 two rounds, 4096 and 8192 one round, main / flagged
+# Device (carry [".deps"], ~4.5 min): SERVEKIT_COMMIT=<sha> bash bench/runs/next-pp-tilek.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, bench_row, work_dir, copy_tree
+BUDGET_S=${BUDGET_S:-280}
+work_dir pp-tilek
+TK=/tmp/tk-tree
+copy_tree "$TK"
+F=-DSERVEKIT_DIAG_SWAP_PP_TILE_K=128
+(cd "$TK" && env JOBS=8 BUILD_DIR=build-tk SERVEKIT_WERROR=OFF scripts/build.sh \
+  "-DCMAKE_CUDA_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >"$W/build-tk.log" 2>&1; echo $? >"$W/build-tk.rc") &
+env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$W/build.log" 2>&1 ||
+  { tail -n 40 "$W/build.log"; exit 1; }
+say "main build done"
+wait
+say "tk build rc=$(cat "$W/build-tk.rc")"
+grep -E " error" "$W/build-tk.log" | head -n 10 >>"$W/$WORK_NAME.txt"
+TKB=$TK/build-tk
+timeout 90 "$TKB/servekit_gpu_tests" \
+  --gtest_filter='GroupedGemmCuda.BF16SwapPingpong*:GroupedGemmCuda.BF16FusedActivationOn64RowInterleave:MoECuda.SwapTileMatchesReference*' \
+  >"$W/tests-tk.log" 2>&1
+say "tk tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests-tk.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests-tk.log" | tr '\n' ' ')"
+grep -E "^\[  FAILED|Failure" "$W/tests-tk.log" | head -n 20 >>"$W/$WORK_NAME.txt"
+Q="--preset qwen3-30b-a3b --quant bf16 --routing uniform --path dynamic"
+for row in "t2048-1 2048" "t2048-2 2048" "t4096 4096" "t8192 8192"; do
+  read -r tag t <<<"$row"
+  # shellcheck disable=SC2086
+  bench_row "$tag-main" -- $Q --tokens $t
+  # shellcheck disable=SC2086
+  BIN=$TKB/servekit bench_row "$tag-tk" -- $Q --tokens $t
+done
+say "done"
