@@ -10,21 +10,11 @@
 #   3. qwen3-30b bf16 dynamic, uniform: 2048 two rounds, 8192 one round, main / flagged
 # Device (carry [".deps"], ~4.5 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-03-s35-pp-cluster4.sh
 set -uo pipefail
-source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, build_dev, bench_row, work_dir
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, work_dir, bench_row, build_beside
 BUDGET_S=${BUDGET_S:-280}
 work_dir s35-pp-cluster4
-C4=/tmp/c4-tree
-copy_tree "$C4"
-F=-DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4
-(cd "$C4" && env JOBS=8 BUILD_DIR=build-c4 SERVEKIT_WERROR=OFF scripts/build.sh \
-  "-DCMAKE_CUDA_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >"$W/build-c4.log" 2>&1; echo $? >"$W/build-c4.rc") &
-env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$W/build.log" 2>&1 ||
-  { tail -n 40 "$W/build.log"; exit 1; }
-say "main build done"
-wait
-say "c4 build rc=$(cat "$W/build-c4.rc")"
-grep -E " error" "$W/build-c4.log" | head -n 10 >>"$W/$WORK_NAME.txt"
-C4B=$C4/build-c4
+build_beside c4 -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4
+C4B=$FB
 timeout 90 "$C4B/servekit_gpu_tests" \
   --gtest_filter='GroupedGemmCuda.BF16SwapPingpong*:GroupedGemmCuda.BF16FusedActivationOn64RowInterleave:MoECuda.SwapTileMatchesReference*' \
   >"$W/tests-c4.log" 2>&1

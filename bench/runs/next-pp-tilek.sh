@@ -13,21 +13,11 @@
 #   3. qwen3-30b bf16 dynamic, uniform: 2048 two rounds, 4096 and 8192 one round, main / flagged
 # Device (carry [".deps"], ~4.5 min): SERVEKIT_COMMIT=<sha> bash bench/runs/next-pp-tilek.sh
 set -uo pipefail
-source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, bench_row, work_dir, copy_tree
+source "$(dirname "$0")/prelude.sh"  # cd, PATH, OUT, START, B, work_dir, bench_row, build_beside
 BUDGET_S=${BUDGET_S:-280}
 work_dir pp-tilek
-TK=/tmp/tk-tree
-copy_tree "$TK"
-F=-DSERVEKIT_DIAG_SWAP_PP_TILE_K=128
-(cd "$TK" && env JOBS=8 BUILD_DIR=build-tk SERVEKIT_WERROR=OFF scripts/build.sh \
-  "-DCMAKE_CUDA_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >"$W/build-tk.log" 2>&1; echo $? >"$W/build-tk.rc") &
-env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$W/build.log" 2>&1 ||
-  { tail -n 40 "$W/build.log"; exit 1; }
-say "main build done"
-wait
-say "tk build rc=$(cat "$W/build-tk.rc")"
-grep -E " error" "$W/build-tk.log" | head -n 10 >>"$W/$WORK_NAME.txt"
-TKB=$TK/build-tk
+build_beside tk -DSERVEKIT_DIAG_SWAP_PP_TILE_K=128
+TKB=$FB
 timeout 90 "$TKB/servekit_gpu_tests" \
   --gtest_filter='GroupedGemmCuda.BF16SwapPingpong*:GroupedGemmCuda.BF16FusedActivationOn64RowInterleave:MoECuda.SwapTileMatchesReference*' \
   >"$W/tests-tk.log" 2>&1

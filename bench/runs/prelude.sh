@@ -83,3 +83,22 @@ issue3_rows() {
   say "bench rc=$?"
   grep -E '^(deepseek|qwen|mixtral)' "$OUT/issue3.log" | tee -a "$W/$WORK_NAME.txt"
 }
+# build_beside TAG FLAG: main built in B (tests off) and, in parallel, a copy of the tree at
+# /tmp/TAG-tree built with the preprocessor FLAG (tests on) in its build-TAG, 8 jobs each; ends
+# the script when main's build fails, says the flagged build's status and sets FB to its folder.
+# Needs W, say and copy_tree. Scripts of session 35 on (its cluster call was switched to it after
+# it ran, same commands).
+build_beside() {
+  local tag=$1 flag=$2 tree=/tmp/$1-tree
+  copy_tree "$tree"
+  (cd "$tree" && env JOBS=8 BUILD_DIR="build-$tag" SERVEKIT_WERROR=OFF scripts/build.sh \
+    "-DCMAKE_CUDA_FLAGS=$flag" "-DCMAKE_CXX_FLAGS=$flag" >"$W/build-$tag.log" 2>&1
+    echo $? >"$W/build-$tag.rc") &
+  env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$W/build.log" 2>&1 ||
+    { tail -n 40 "$W/build.log"; exit 1; }
+  say "main build done"
+  wait
+  say "$tag build rc=$(cat "$W/build-$tag.rc")"
+  grep -E " error" "$W/build-$tag.log" | head -n 10 >>"$W/$WORK_NAME.txt"
+  FB=$tree/build-$tag
+}
