@@ -90,8 +90,10 @@ Operands make_operands(GemmOperand op, int groups, int64_t rows, int64_t n, int6
 }
 
 // fp64 reference: ref[r, n] = alpha_g * sum_kb sa[r,kb] sb[g,n,kb] sum_{k in kb} a[r,k] b[g,n,k].
-// Covers the rows of the groups, sum(sizes) <= o.rows.
-std::vector<double> reference(GemmOperand op, const Operands& o, const std::vector<int>& sizes) {
+// Covers the rows of the groups, sum(sizes) <= o.rows. shared_b: every group multiplies by group
+// 0's B codes (b_group_stride = 0), each still with its own scales.
+std::vector<double> reference(GemmOperand op, const Operands& o, const std::vector<int>& sizes,
+                              bool shared_b = false) {
   int64_t rows = 0;
   for (int m : sizes) rows += m;
   std::vector<double> ref(static_cast<size_t>(rows * o.n));
@@ -106,7 +108,7 @@ std::vector<double> reference(GemmOperand op, const Operands& o, const std::vect
           op == GemmOperand::kFP8PerTensor ? double{o.a_tensor_scale} * o.b_tensor_scale[g] : 1.0;
       const float* a = &o.a_val[static_cast<size_t>(r * o.k)];
       for (int64_t c = 0; c < o.n; ++c) {
-        const float* b = &o.b_val[static_cast<size_t>((g * o.n + c) * o.k)];
+        const float* b = &o.b_val[static_cast<size_t>(((shared_b ? 0 : g) * o.n + c) * o.k)];
         double acc = 0.0;
         for (int64_t kb = 0; kb < kb_count; ++kb) {
           double part = 0.0;
@@ -173,9 +175,13 @@ Tolerance tolerance(GemmOperand op) {
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
+// Where group g's B lies (GroupedGemmOperands::b_group_stride): packed [G, N, K] (the default),
+// every group on B[0] (stride 0), or 64 elements of padding between groups (stride N*K + 64).
+enum class BLayout { kPacked, kShared, kPadded };
+
 // factory: one instantiation; null: GroupedGemm::create, run with each rows_hint in `hints`.
 void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
-              std::vector<int64_t> hints = {0}) {
+              std::vector<int64_t> hints = {0}, BLayout b_layout = BLayout::kPacked) {
   SERVEKIT_REQUIRE_GPU();
   const Tolerance tol = tolerance(op);
   // The same five groups in two orders (318 rows), then all empty (nothing may be written),
@@ -193,7 +199,21 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
   auto gemm = factory ? factory({op, groups, n, k, rows}, 0)
                       : GroupedGemm::create({op, groups, n, k, rows}, 0);
 
-  DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
+  // Padded: each group's codes followed by 64 elements of a value no group holds (0xFF bytes: a
+  // bf16 NaN, the e4m3 NaN), so a GEMM that ignored the stride would read NaNs.
+  const int64_t pad = b_layout == BLayout::kPadded ? 64 : 0;
+  const size_t elem = gemm_operand_bytes(op), group_bytes = static_cast<size_t>(n * k) * elem;
+  std::vector<uint8_t> b_codes = o.b;
+  if (b_layout == BLayout::kPadded) {
+    b_codes.assign((group_bytes + static_cast<size_t>(pad) * elem) * groups, 0xFF);
+    for (int g = 0; g < groups; ++g)
+      std::memcpy(&b_codes[g * (group_bytes + static_cast<size_t>(pad) * elem)],
+                  &o.b[g * group_bytes], group_bytes);
+  }
+  const int64_t b_stride = b_layout == BLayout::kPacked   ? -1
+                           : b_layout == BLayout::kShared ? 0
+                                                          : n * k + pad;
+  DeviceArray<uint8_t> d_a(o.a), d_b(b_codes);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
   DeviceArray<float> d_b_scale(op == GemmOperand::kFP8Block128 ? gemm_b_block_scales(o)
                                                                : o.b_tensor_scale);
@@ -216,6 +236,7 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
       ops.b = d_b.get();
       ops.d = d_d.get();
       ops.rows_hint = hint;
+      ops.b_group_stride = b_stride;
       if (op == GemmOperand::kFP8PerTensor) {
         ops.a_scale = d_a_scale.get();
         ops.b_scale = d_b_scale.get();
@@ -227,7 +248,7 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
       gemm->run(ops, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-      const std::vector<double> ref = reference(op, o, sizes);
+      const std::vector<double> ref = reference(op, o, sizes, b_layout == BLayout::kShared);
       const std::vector<uint16_t> d = d_d.download();
       for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
       if (ref.empty()) continue;
@@ -267,6 +288,30 @@ TEST(GroupedGemmCuda, BF16Swap) {
 TEST(GroupedGemmCuda, BF16SwapPingpong) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pp);
 }
+// B's group stride (b_group_stride): every group on one matrix (what the GEMM probe times) and
+// groups with padding between them, on the swap-AB tile (B is the kernel's A operand there) and
+// the 128-row tile, and on fp8_block128 (codes move, scales stay per group). A stride below N*K
+// that is not 0 throws.
+TEST(GroupedGemmCuda, BGroupStride) {
+  for (BLayout layout : {BLayout::kShared, BLayout::kPadded}) {
+    SCOPED_TRACE(layout == BLayout::kShared ? "shared" : "padded");
+    run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pp, {0}, layout);
+    run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16, {0}, layout);
+    run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128, {0}, layout);
+  }
+  SERVEKIT_REQUIRE_GPU();
+  auto gemm = make_grouped_gemm_bf16({GemmOperand::kBF16, 5, 256, 128, 318}, 0);
+  DeviceArray<int32_t> d_off(std::vector<int32_t>{0, 1, 1, 1, 1, 1});
+  DeviceArray<uint16_t> buf(256 * 128 * 5);
+  GroupedGemmOperands ops;
+  ops.group_offsets = d_off.get();
+  ops.a = ops.b = ops.d = buf.get();
+  for (int64_t bad : {int64_t{-2}, int64_t{1}, int64_t{256 * 128 - 8}}) {
+    ops.b_group_stride = bad;
+    EXPECT_THROW(gemm->run(ops, nullptr), Error) << bad;
+  }
+}
+
 // create() picks the tile per run from the rows hint over its 5 groups: `small` rows take the
 // 64-row tile, `large` rows and no hint (capacity 318, ~64 each) the 128-row one and `swap` rows
 // (bf16) the swap-AB one; all on the same object, in turn, results checked each time.

@@ -51,7 +51,8 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
     const int begin = ops.group_offsets[g];
     const int m = ops.group_offsets[g + 1] - begin;
     const auto* rows = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
-    const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) + int64_t{g} * n * k;
+    const int64_t b_stride = ops.b_group_stride < 0 ? int64_t{n} * k : ops.b_group_stride;
+    const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) + g * b_stride;
     if constexpr (K::kSwapAB) {  // D_gᵀ = B_g · A_gᵀ: weights first, rows as N
       args.problem_sizes[g] = cute::make_shape(n, m, k);
       args.ptr_a[g] = weights;
@@ -137,6 +138,10 @@ class GroupedGemmRunner final : public GroupedGemm {
     SERVEKIT_CHECK(ops.act_out == nullptr || shape_.act.format != ActFormat::kFP8Block128 ||
                        ops.act_out_scale != nullptr,
                    "grouped_gemm: the fused kFP8Block128 activation needs act_out_scale");
+    SERVEKIT_CHECK(ops.b_group_stride == -1 || ops.b_group_stride == 0 ||
+                       ops.b_group_stride >= shape_.n * shape_.k,
+                   "grouped_gemm: b_group_stride=", ops.b_group_stride,
+                   " must be -1 (packed), 0 (shared) or >= n * k = ", shape_.n * shape_.k);
     SERVEKIT_CHECK(!K::kGroupAlpha || (ops.a_scale && ops.b_scale),
                    "grouped_gemm: fp8_per_tensor needs a_scale and b_scale");
     SERVEKIT_CHECK(!K::kBlockScaled || (ops.a_block_scale && ops.b_block_scale),
