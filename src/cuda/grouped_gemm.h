@@ -69,8 +69,8 @@ struct GroupedGemmOperands {               // all device pointers
   void* d = nullptr;
   // Elements from group g's B to group g + 1's: -1 (the default) is N * K, B packed as [G, N, K];
   // 0 gives every group the one matrix B[0] (the GEMM probe, bench/tools/gemm_groups.cpp, uses it
-  // to time group switches with the weights in L2); any other value must be >= N * K. Only B
-  // moves: fp8 scales stay per group.
+  // to time group switches with the weights in L2); any other value must be a multiple of K of at
+  // least N * K (whole rows of padding). Only B moves: fp8 scales stay per group.
   int64_t b_group_stride = -1;
   const float* a_scale = nullptr;        // fp8_per_tensor: [1]
   const float* b_scale = nullptr;        // fp8_per_tensor: [G]

@@ -176,7 +176,7 @@ Tolerance tolerance(GemmOperand op) {
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
 // Where group g's B lies (GroupedGemmOperands::b_group_stride): packed [G, N, K] (the default),
-// every group on B[0] (stride 0), or 64 elements of padding between groups (stride N*K + 64).
+// every group on B[0] (stride 0), or a row of padding between groups (stride (N + 1) * K).
 enum class BLayout { kPacked, kShared, kPadded };
 
 // factory: one instantiation; null: GroupedGemm::create, run with each rows_hint in `hints`.
@@ -199,9 +199,9 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
   auto gemm = factory ? factory({op, groups, n, k, rows}, 0)
                       : GroupedGemm::create({op, groups, n, k, rows}, 0);
 
-  // Padded: each group's codes followed by 64 elements of a value no group holds (0xFF bytes: a
-  // bf16 NaN, the e4m3 NaN), so a GEMM that ignored the stride would read NaNs.
-  const int64_t pad = b_layout == BLayout::kPadded ? 64 : 0;
+  // Padded: each group's codes followed by a row (K elements) of a value no group holds (0xFF
+  // bytes: a bf16 NaN, the e4m3 NaN), so a GEMM that ignored the stride would read NaNs.
+  const int64_t pad = b_layout == BLayout::kPadded ? k : 0;
   const size_t elem = gemm_operand_bytes(op), group_bytes = static_cast<size_t>(n * k) * elem;
   std::vector<uint8_t> b_codes = o.b;
   if (b_layout == BLayout::kPadded) {
@@ -290,8 +290,8 @@ TEST(GroupedGemmCuda, BF16SwapPingpong) {
 }
 // B's group stride (b_group_stride): every group on one matrix (what the GEMM probe times) and
 // groups with padding between them, on the swap-AB tile (B is the kernel's A operand there) and
-// the 128-row tile, and on fp8_block128 (codes move, scales stay per group). A stride below N*K
-// that is not 0 throws.
+// the 128-row tile, and on fp8_block128 (codes move, scales stay per group). A stride that is not
+// -1 or 0 must be a multiple of K of at least N*K, else the run throws.
 TEST(GroupedGemmCuda, BGroupStride) {
   for (BLayout layout : {BLayout::kShared, BLayout::kPadded}) {
     SCOPED_TRACE(layout == BLayout::kShared ? "shared" : "padded");
@@ -306,7 +306,7 @@ TEST(GroupedGemmCuda, BGroupStride) {
   GroupedGemmOperands ops;
   ops.group_offsets = d_off.get();
   ops.a = ops.b = ops.d = buf.get();
-  for (int64_t bad : {int64_t{-2}, int64_t{1}, int64_t{256 * 128 - 8}}) {
+  for (int64_t bad : {int64_t{-2}, int64_t{1}, int64_t{255 * 128}, int64_t{256 * 128 + 64}}) {
     ops.b_group_stride = bad;
     EXPECT_THROW(gemm->run(ops, nullptr), Error) << bad;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -138,10 +139,12 @@ class GroupedGemmRunner final : public GroupedGemm {
     SERVEKIT_CHECK(ops.act_out == nullptr || shape_.act.format != ActFormat::kFP8Block128 ||
                        ops.act_out_scale != nullptr,
                    "grouped_gemm: the fused kFP8Block128 activation needs act_out_scale");
-    SERVEKIT_CHECK(ops.b_group_stride == -1 || ops.b_group_stride == 0 ||
-                       ops.b_group_stride >= shape_.n * shape_.k,
-                   "grouped_gemm: b_group_stride=", ops.b_group_stride,
-                   " must be -1 (packed), 0 (shared) or >= n * k = ", shape_.n * shape_.k);
+    SERVEKIT_CHECK(
+        ops.b_group_stride == -1 || ops.b_group_stride == 0 ||
+            (ops.b_group_stride >= shape_.n * shape_.k && ops.b_group_stride % shape_.k == 0),
+        "grouped_gemm: b_group_stride=", ops.b_group_stride,
+        " must be -1 (packed), 0 (shared) or a multiple of k = ", shape_.k,
+        " of at least n * k = ", shape_.n * shape_.k);
     SERVEKIT_CHECK(!K::kGroupAlpha || (ops.a_scale && ops.b_scale),
                    "grouped_gemm: fp8_per_tensor needs a_scale and b_scale");
     SERVEKIT_CHECK(!K::kBlockScaled || (ops.a_block_scale && ops.b_block_scale),
@@ -150,6 +153,7 @@ class GroupedGemmRunner final : public GroupedGemm {
                shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
                static_cast<int>(act_element_bytes(shape_.act.format)));
     auto params = params_;  // Gemm::run takes a mutable reference
+    if constexpr (kFlatTma) params = flat_params(ops);
     const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);
     SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
                    "grouped_gemm: CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
@@ -167,6 +171,34 @@ class GroupedGemmRunner final : public GroupedGemm {
   }
 
  private:
+  static constexpr bool kFlatTma = K::kFlatTma;
+
+  // The flat mainloop's descriptors describe the operands themselves (sm90_flat_tma_mainloop.cuh),
+  // so the Params are rebuilt when a run's pointers or B's group stride differ from the last
+  // run's (in the MoE layer they never do).
+  typename GemmKernel::Params flat_params(const GroupedGemmOperands& ops) const {
+    std::lock_guard<std::mutex> lock(flat_mutex_);
+    if (flat_built_ && ops.a == flat_a_ && ops.b == flat_b_ && ops.b_group_stride == flat_stride_)
+      return flat_params_;
+    auto args = make_arguments(max_active_clusters_);
+    const int64_t n = shape_.n, k = shape_.k, g = shape_.num_groups;
+    const int64_t group_rows = ops.b_group_stride < 0 ? n : ops.b_group_stride / k;
+    auto& m = args.mainloop;
+    m.rows = ops.a;
+    m.rows_capacity = shape_.capacity_rows;
+    m.weights = ops.b;
+    m.weight_group_rows = group_rows;
+    m.weight_rows = (g - 1) * group_rows + n;
+    m.k = k;
+    m.group_offsets = ops.group_offsets;
+    flat_params_ = GemmKernel::to_underlying_arguments(args, workspace_);
+    flat_a_ = ops.a;
+    flat_b_ = ops.b;
+    flat_stride_ = ops.b_group_stride;
+    flat_built_ = true;
+    return flat_params_;
+  }
+
   // Carves every per-group array and the CUTLASS workspace out of one allocation.
   void allocate_arguments() {
     const size_t g = static_cast<size_t>(shape_.num_groups);
@@ -303,6 +335,7 @@ class GroupedGemmRunner final : public GroupedGemm {
                    K::kTile.cluster_m * K::kTile.cluster_n, " CTAs with ", smem,
                    " bytes of shared memory fits on device ", device_);
 
+    max_active_clusters_ = max_active_clusters;
     const auto args = make_arguments(max_active_clusters);
     const cutlass::Status ok = Gemm::can_implement(args);
     SERVEKIT_CHECK(ok == cutlass::Status::kSuccess,
@@ -324,6 +357,14 @@ class GroupedGemmRunner final : public GroupedGemm {
   size_t workspace_bytes_ = 0;
   GroupArgumentArrays<K> arrays_{};
   typename GemmKernel::Params params_{};
+  int max_active_clusters_ = 0;
+  // The flat mainloop's Params of the last run's operands (flat_params).
+  mutable std::mutex flat_mutex_;
+  mutable typename GemmKernel::Params flat_params_{};
+  mutable const void* flat_a_ = nullptr;
+  mutable const void* flat_b_ = nullptr;
+  mutable int64_t flat_stride_ = -1;
+  mutable bool flat_built_ = false;
 };
 
 template <class K>

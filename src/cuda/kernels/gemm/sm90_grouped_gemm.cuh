@@ -23,6 +23,7 @@
 #include "cuda/kernels/gemm/sm90_act_epilogue.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
+#include "cuda/kernels/gemm/sm90_flat_tma_mainloop.cuh"
 #include "cuda/kernels/gemm/sm90_group_scalar.cuh"
 #include "cuda/kernels/pdl.cuh"
 
@@ -220,10 +221,19 @@ struct Sm90GroupedGemm {
   // the weights bounds it, and keeps CUTLASS's mainloop.
   static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
+  // bf16's producer with one descriptor per operand for the whole run instead of CUTLASS's
+  // per-group ones (sm90_flat_tma_mainloop.cuh): an A/B build flag for now,
+  // -DSERVEKIT_DIAG_FLAT_TMA=1.
+#ifndef SERVEKIT_DIAG_FLAT_TMA
+#define SERVEKIT_DIAG_FLAT_TMA 0
+#endif
+  static constexpr bool kFlatTma = SERVEKIT_DIAG_FLAT_TMA != 0 && Op == GemmOperand::kBF16;
+  using PlainMainloop =
+      cute::conditional_t<kFlatTma, FlatTmaMainloop<BuiltMainloop, !SwapAB>, BuiltMainloop>;
   using CollectiveMainloop = cute::conditional_t<
       kHalvesPromotion, HalvesPromotionMainloop<BuiltMainloop>,
       cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
-                          BuiltMainloop>>;
+                          PlainMainloop>>;
 
   using GemmKernel = PdlKernel<
       cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
