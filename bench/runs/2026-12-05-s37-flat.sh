@@ -3,10 +3,11 @@
 # -DSERVEKIT_DIAG_FLAT_TMA=1) against main, one lease (docs/perf-notes.md, thirty-seventh pass).
 #   1. main (tests off) and the flagged tree (tests on), built side by side
 #   2. on the flagged build: GroupedGemmCuda.* and MoECuda.* (the layer against the CPU reference,
-#      NaN containment, graph replay), then memcheck of the swap GEMM test
-#   3. the group-switch probe (bench/tools/gemm_groups.cpp) on both builds
-#   4. bf16 dynamic rows, main / flat: qwen3-30b 2048 (two rounds), 8192; qwen3-235b 2048;
-#      mixtral-8x7b 2048; deepseek-v3 8192 (one round each, as the budget allows)
+#      NaN containment, graph replay)
+#   3. bf16 dynamic rows, main / flat, qwen3-30b 2048; the group-switch probe
+#      (bench/tools/gemm_groups.cpp) on both builds; memcheck of the swap GEMM tests on the flagged
+#      build; then, as the budget allows: qwen3-30b 2048 again, 8192; qwen3-235b 2048;
+#      mixtral-8x7b 2048; deepseek-v3 8192 (one round each)
 # Device (carry [".deps"], ~9 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-05-s37-flat.sh
 # Output: OUT/flat.txt, OUT/flat.tgz.
 set -uo pipefail
@@ -18,10 +19,18 @@ FLB=$FB
 timeout 150 "$FLB/servekit_gpu_tests" --gtest_filter='GroupedGemmCuda.*:MoECuda.*' >"$W/tests-flat.log" 2>&1
 say "flat tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests-flat.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests-flat.log" | tr '\n' ' ')"
 grep -E "^\[  FAILED|Failure" "$W/tests-flat.log" | head -n 20 >>"$W/$WORK_NAME.txt"
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-timeout 60 "$SAN" --tool memcheck --error-exitcode 9 "$FLB/servekit_gpu_tests" \
-  --gtest_filter='GroupedGemmCuda.BF16SwapPingpong:GroupedGemmCuda.BGroupStride' >"$W/memcheck-flat.log" 2>&1
-say "flat memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$W/memcheck-flat.log" | tail -n 1)"
+rows() {  # rows "TAG PRESET TOKENS"...: bf16 dynamic, main then flat
+  local row tag preset t
+  for row in "$@"; do
+    read -r tag preset t <<<"$row"
+    Q="--preset $preset --quant bf16 --routing uniform --path dynamic --tokens $t"
+    # shellcheck disable=SC2086
+    bench_row "$tag-main" -- $Q
+    # shellcheck disable=SC2086
+    BIN=$FLB/servekit bench_row "$tag-flat" -- $Q
+  done
+}
+rows "q30-2048a qwen3-30b-a3b 2048"
 probe() {  # probe TAG BUILD
   g++ -O2 -std=c++20 -Iinclude -Isrc -I/usr/local/cuda/include bench/tools/gemm_groups.cpp "$2/libservekit.a" \
     -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lpthread -o "$W/probe-$1" >"$W/probe-$1-build.log" 2>&1 ||
@@ -32,14 +41,13 @@ probe() {  # probe TAG BUILD
 }
 probe main "$B"
 probe flat "$FLB"
-for row in "q30-2048a qwen3-30b-a3b 2048" "q30-2048b qwen3-30b-a3b 2048" "q30-8192 qwen3-30b-a3b 8192" \
-  "q235-2048 qwen3-235b-a22b 2048" "mix-2048 mixtral-8x7b 2048" "ds-8192 deepseek-v3 8192"; do
-  read -r tag preset t <<<"$row"
-  Q="--preset $preset --quant bf16 --routing uniform --path dynamic --tokens $t"
-  # shellcheck disable=SC2086
-  bench_row "$tag-main" -- $Q
-  # shellcheck disable=SC2086
-  BIN=$FLB/servekit bench_row "$tag-flat" -- $Q
-done
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+if (($(left) > 90)); then
+  timeout 60 "$SAN" --tool memcheck --error-exitcode 9 "$FLB/servekit_gpu_tests" \
+    --gtest_filter='GroupedGemmCuda.BF16SwapPingpong:GroupedGemmCuda.BGroupStride' >"$W/memcheck-flat.log" 2>&1
+  say "flat memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$W/memcheck-flat.log" | tail -n 1)"
+fi
+rows "q30-2048b qwen3-30b-a3b 2048" "q30-8192 qwen3-30b-a3b 8192" "q235-2048 qwen3-235b-a22b 2048" \
+  "mix-2048 mixtral-8x7b 2048" "ds-8192 deepseek-v3 8192"
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv >>"$W/$WORK_NAME.txt" 2>&1
 say "done"
