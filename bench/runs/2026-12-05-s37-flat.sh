@@ -9,6 +9,8 @@
 #      build; then, as the budget allows: qwen3-30b 2048 again, 8192; qwen3-235b 2048;
 #      mixtral-8x7b 2048; deepseek-v3 8192 (one round each)
 # Device (carry [".deps"], ~9 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-05-s37-flat.sh
+# TESTS overrides the flagged build's gtest filter (a short lease: the GEMM tests and the layer's
+# swap, fused-activation and NaN tests).
 # Output: OUT/flat.txt, OUT/flat.tgz.
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -16,7 +18,7 @@ BUDGET_S=${BUDGET_S:-570}
 work_dir flat
 build_beside flat -DSERVEKIT_DIAG_FLAT_TMA=1
 FLB=$FB
-timeout 150 "$FLB/servekit_gpu_tests" --gtest_filter='GroupedGemmCuda.*:MoECuda.*' >"$W/tests-flat.log" 2>&1
+timeout 150 "$FLB/servekit_gpu_tests" --gtest_filter="${TESTS:-GroupedGemmCuda.*:MoECuda.*}" >"$W/tests-flat.log" 2>&1
 say "flat tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests-flat.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests-flat.log" | tr '\n' ' ')"
 grep -E "^\[  FAILED|Failure" "$W/tests-flat.log" | head -n 20 >>"$W/$WORK_NAME.txt"
 rows() {  # rows "TAG PRESET TOKENS"...: bf16 dynamic, main then flat
