@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Session 37, call 2: bf16's flat-descriptor producer (sm90_flat_tma_mainloop.cuh, build flag
-# -DSERVEKIT_DIAG_FLAT_TMA=1) against main, one lease (docs/perf-notes.md, thirty-seventh pass).
+# Session 37, call 2: bf16's flat-descriptor producer (sm90_flat_tma_mainloop.cuh) on every bf16
+# tile against main, one lease (docs/perf-notes.md, thirty-seventh pass). Ran at 39e47bb, where
+# main had no flat tile and -DSERVEKIT_DIAG_FLAT_TMA=1 meant every bf16 tile; since then the
+# default (1) is the ping-pong swap tile only and 2 means every bf16 tile, which this script now
+# asks for (so at HEAD main already has the ping-pong swap tile flat).
 #   1. main (tests off) and the flagged tree (tests on), built side by side
 #   2. on the flagged build: GroupedGemmCuda.* and MoECuda.* (the layer against the CPU reference,
 #      NaN containment, graph replay)
@@ -16,7 +19,7 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-570}
 work_dir flat
-build_beside flat -DSERVEKIT_DIAG_FLAT_TMA=1
+build_beside flat -DSERVEKIT_DIAG_FLAT_TMA=2
 FLB=$FB
 timeout 150 "$FLB/servekit_gpu_tests" --gtest_filter="${TESTS:-GroupedGemmCuda.*:MoECuda.*}" >"$W/tests-flat.log" 2>&1
 say "flat tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests-flat.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests-flat.log" | tr '\n' ' ')"

@@ -222,12 +222,19 @@ struct Sm90GroupedGemm {
   static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
   // bf16's producer with one descriptor per operand for the whole run instead of CUTLASS's
-  // per-group ones (sm90_flat_tma_mainloop.cuh): an A/B build flag for now,
-  // -DSERVEKIT_DIAG_FLAT_TMA=1.
+  // per-group ones (sm90_flat_tma_mainloop.cuh). On by default for the ping-pong swap-AB tile
+  // only, where it was measured faster; SERVEKIT_DIAG_FLAT_TMA (a build flag) = 0 turns it off,
+  // 2 puts it on every bf16 tile. Measured on the H200 (session 37, ab/2026-12-05-s37-flat, dynamic
+  // bf16 layer at 2048 tokens, us, all bf16 tiles flat against none): qwen3-30b (ping-pong swap
+  // tiles) 444.3, 444.2 vs 453.4, 452.5; qwen3-235b (cooperative swap tiles) 1524.4, 1517.8,
+  // 1520.8 vs 1505.2, 1512.7, 1507.8; mixtral-8x7b (128x256) 2528.4 vs 2456.3.
 #ifndef SERVEKIT_DIAG_FLAT_TMA
-#define SERVEKIT_DIAG_FLAT_TMA 0
+#define SERVEKIT_DIAG_FLAT_TMA 1
 #endif
-  static constexpr bool kFlatTma = SERVEKIT_DIAG_FLAT_TMA != 0 && Op == GemmOperand::kBF16;
+  static constexpr bool kFlatTma =
+      Op == GemmOperand::kBF16 &&
+      (SERVEKIT_DIAG_FLAT_TMA == 2 ||
+       (SERVEKIT_DIAG_FLAT_TMA == 1 && SwapAB && Sched == GemmSchedule::kPingpong));
   using PlainMainloop =
       cute::conditional_t<kFlatTma, FlatTmaMainloop<BuiltMainloop, !SwapAB>, BuiltMainloop>;
   using CollectiveMainloop = cute::conditional_t<
