@@ -100,6 +100,11 @@ struct GroupedGemmOperands {               // all device pointers
   bool pdl = false;
 };
 
+// Elements from group g's B to group g + 1's for a b_group_stride (-1: packed, N * K).
+SERVEKIT_HOST_DEVICE inline int64_t b_group_elements(int64_t b_group_stride, int64_t n, int64_t k) {
+  return b_group_stride < 0 ? n * k : b_group_stride;
+}
+
 // Position of the 1x128 activation scale of permuted row `row` (in group g, whose rows are
 // [group_begin, group_begin + group_rows)) and K block kb: group g's scales form an [K/128,
 // M_g] MN-major block starting at group_begin * K/128.

@@ -52,8 +52,8 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
     const int begin = ops.group_offsets[g];
     const int m = ops.group_offsets[g + 1] - begin;
     const auto* rows = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
-    const int64_t b_stride = ops.b_group_stride < 0 ? int64_t{n} * k : ops.b_group_stride;
-    const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) + g * b_stride;
+    const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) +
+                          g * b_group_elements(ops.b_group_stride, n, k);
     if constexpr (K::kSwapAB) {  // D_gᵀ = B_g · A_gᵀ: weights first, rows as N
       args.problem_sizes[g] = cute::make_shape(n, m, k);
       args.ptr_a[g] = weights;
@@ -178,11 +178,13 @@ class GroupedGemmRunner final : public GroupedGemm {
   // run's (in the MoE layer they never do).
   typename GemmKernel::Params flat_params(const GroupedGemmOperands& ops) const {
     std::lock_guard<std::mutex> lock(flat_mutex_);
-    if (flat_built_ && ops.a == flat_a_ && ops.b == flat_b_ && ops.b_group_stride == flat_stride_)
+    // run() requires a non-null A, so a null flat_a_ means nothing is built yet.
+    if (flat_a_ != nullptr && ops.a == flat_a_ && ops.b == flat_b_ &&
+        ops.b_group_stride == flat_stride_)
       return flat_params_;
     auto args = make_arguments(max_active_clusters_);
     const int64_t n = shape_.n, k = shape_.k, g = shape_.num_groups;
-    const int64_t group_rows = ops.b_group_stride < 0 ? n : ops.b_group_stride / k;
+    const int64_t group_rows = b_group_elements(ops.b_group_stride, n, k) / k;
     auto& m = args.mainloop;
     m.rows = ops.a;
     m.rows_capacity = shape_.capacity_rows;
@@ -195,7 +197,6 @@ class GroupedGemmRunner final : public GroupedGemm {
     flat_a_ = ops.a;
     flat_b_ = ops.b;
     flat_stride_ = ops.b_group_stride;
-    flat_built_ = true;
     return flat_params_;
   }
 
@@ -364,7 +365,6 @@ class GroupedGemmRunner final : public GroupedGemm {
   mutable const void* flat_a_ = nullptr;
   mutable const void* flat_b_ = nullptr;
   mutable int64_t flat_stride_ = -1;
-  mutable bool flat_built_ = false;
 };
 
 template <class K>
