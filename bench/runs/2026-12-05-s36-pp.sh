@@ -14,11 +14,8 @@ BUDGET_S=${BUDGET_S:-575}
 work_dir pp
 build_beside tk -DSERVEKIT_DIAG_SWAP_PP_TILE_K=128
 TKB=$FB
-timeout 90 "$TKB/servekit_gpu_tests" \
-  --gtest_filter='GroupedGemmCuda.BF16SwapPingpong*:GroupedGemmCuda.BF16FusedActivationOn64RowInterleave:MoECuda.SwapTileMatchesReference*' \
-  >"$W/tests-tk.log" 2>&1
-say "tk tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests-tk.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests-tk.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED|Failure" "$W/tests-tk.log" | head -n 20 >>"$W/$WORK_NAME.txt"
+gtest_run tk "$TKB" \
+  'GroupedGemmCuda.BF16SwapPingpong*:GroupedGemmCuda.BF16FusedActivationOn64RowInterleave:MoECuda.SwapTileMatchesReference*' 90
 Q="--preset qwen3-30b-a3b --quant bf16 --routing uniform --path dynamic"
 for row in "t2048-1 2048" "t2048-2 2048" "t4096 4096" "t8192 8192"; do
   read -r tag t <<<"$row"

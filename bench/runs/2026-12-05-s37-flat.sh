@@ -21,9 +21,7 @@ BUDGET_S=${BUDGET_S:-570}
 work_dir flat
 build_beside flat -DSERVEKIT_DIAG_FLAT_TMA=2
 FLB=$FB
-timeout 150 "$FLB/servekit_gpu_tests" --gtest_filter="${TESTS:-GroupedGemmCuda.*:MoECuda.*}" >"$W/tests-flat.log" 2>&1
-say "flat tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests-flat.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests-flat.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED|Failure" "$W/tests-flat.log" | head -n 20 >>"$W/$WORK_NAME.txt"
+gtest_run flat "$FLB" "${TESTS:-GroupedGemmCuda.*:MoECuda.*}" 150
 rows() {  # rows "TAG PRESET TOKENS"...: bf16 dynamic, main then flat
   local row tag preset t
   for row in "$@"; do
@@ -37,9 +35,7 @@ rows() {  # rows "TAG PRESET TOKENS"...: bf16 dynamic, main then flat
 }
 rows "q30-2048a qwen3-30b-a3b 2048"
 probe() {  # probe TAG BUILD
-  g++ -O2 -std=c++20 -Iinclude -Isrc -I/usr/local/cuda/include bench/tools/gemm_groups.cpp "$2/libservekit.a" \
-    -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lpthread -o "$W/probe-$1" >"$W/probe-$1-build.log" 2>&1 ||
-    { say "probe $1 build failed"; return; }
+  gemm_probe_build "$W/probe-$1" "$2" || return
   SERVEKIT_GEMM_TILE=swap timeout 90 "$W/probe-$1" >"$W/probe-$1.txt" 2>&1
   say "probe $1 rc=$?"
   sed "s/^/$1 /" "$W/probe-$1.txt" >>"$W/$WORK_NAME.txt"

@@ -15,12 +15,8 @@ work_dir groups
 env JOBS="$(nproc)" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh >"$W/build.log" 2>&1 ||
   { tail -n 40 "$W/build.log"; exit 1; }
 say "build done"
-timeout 150 "$B/servekit_gpu_tests" --gtest_filter='GroupedGemmCuda.*' >"$W/tests.log" 2>&1
-say "tests rc=$? $(grep -cE '^\[ +OK \]' "$W/tests.log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$W/tests.log" | tr '\n' ' ')"
-grep -E "^\[  FAILED|Failure" "$W/tests.log" | head -n 20 >>"$W/$WORK_NAME.txt"
-g++ -O2 -std=c++20 -Iinclude -Isrc -I/usr/local/cuda/include bench/tools/gemm_groups.cpp \
-  "$B/libservekit.a" -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lpthread \
-  -o "$W/gemm_groups" >"$W/probe-build.log" 2>&1 || { say "probe build failed"; cat "$W/probe-build.log" >>"$W/$WORK_NAME.txt"; }
+gtest_run main "$B" 'GroupedGemmCuda.*' 150
+gemm_probe_build "$W/gemm_groups" "$B"
 for swap in auto cooperative; do
   SERVEKIT_GEMM_TILE=swap SERVEKIT_GEMM_SWAP=$swap timeout 120 "$W/gemm_groups" >"$W/probe-$swap.txt" 2>&1
   say "probe swap=$swap rc=$?"

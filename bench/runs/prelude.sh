@@ -83,6 +83,23 @@ issue3_rows() {
   say "bench rc=$?"
   grep -E '^(deepseek|qwen|mixtral)' "$OUT/issue3.log" | tee -a "$W/$WORK_NAME.txt"
 }
+# gtest_run TAG BIN FILTER SECONDS: the GPU tests of FILTER from build folder BIN, time-boxed, into
+# $W/tests-TAG.log; says how many passed and gtest's verdict, and adds the failures to the summary.
+# Needs W and say. Scripts of session 36 on (session 37's were switched to it after they ran: same
+# commands, the logs now named tests-TAG.log).
+gtest_run() {
+  local log=$W/tests-$1.log
+  timeout "$4" "$2/servekit_gpu_tests" --gtest_filter="$3" >"$log" 2>&1
+  say "$1 tests rc=$? $(grep -cE '^\[ +OK \]' "$log") ok, $(grep -E '^\[  (PASSED|FAILED) ' "$log" | tr '\n' ' ')"
+  grep -E "^\[  FAILED|Failure" "$log" | head -n 20 >>"$W/$WORK_NAME.txt"
+}
+# gemm_probe_build OUT BIN: bench/tools/gemm_groups.cpp linked against BIN/libservekit.a, as OUT
+# (a line in the summary when it fails). Scripts of session 37.
+gemm_probe_build() {
+  g++ -O2 -std=c++20 -Iinclude -Isrc -I/usr/local/cuda/include bench/tools/gemm_groups.cpp \
+    "$2/libservekit.a" -L/usr/local/cuda/lib64 -lcudart -lcublas -lcublasLt -lpthread -o "$1" \
+    >"$1-build.log" 2>&1 || { say "probe build failed: $(tail -n 5 "$1-build.log")"; return 1; }
+}
 # build_beside TAG FLAG: main built in B (tests off) and, in parallel, a copy of the tree at
 # /tmp/TAG-tree built with the preprocessor FLAG (tests on) in its build-TAG, 8 jobs each; ends
 # the script when main's build fails, says the flagged build's status and sets FB to its folder.
