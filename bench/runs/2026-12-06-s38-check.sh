@@ -6,7 +6,10 @@
 #      OUT/check
 #   2. compute-sanitizer memcheck of the GEMM tests that run the flat producer (the ping-pong swap
 #      tile with and without the fused activation, B's group strides)
-#   3. qwen3-30b bf16 at 2048 and 8192 tokens (issue 3's rows that the flat producer moved) with
+#   3. the plan's scan inside the scatter launch (SERVEKIT_PLAN_SCAN_KERNEL=0) against the one-block
+#      scan launch (=1, the default): qwen3-30b bf16 dynamic at 2048 and 8192 tokens cut after
+#      route + plan (SERVEKIT_DIAG_DYNAMIC_STOP=1), two rounds, then the whole layer, one round
+#   4. qwen3-30b bf16 at 2048 and 8192 tokens (issue 3's rows that the flat producer moved) with
 #      the cuBLAS peer, 32 tokens checked, into OUT/q30.json and .log, with what is left
 # Device (carry [".deps"], ~9.5 min): SERVEKIT_COMMIT=<sha> bash bench/runs/2026-12-06-s38-check.sh
 set -uo pipefail
@@ -24,6 +27,18 @@ if [[ -x build/servekit_gpu_tests ]] && (($(left) > 40)); then
     >"$W/memcheck-flat.log" 2>&1
   say "memcheck flat rc=$? $(grep -E 'ERROR SUMMARY|^\[  (PASSED|FAILED)' "$W/memcheck-flat.log" | tr '\n' ' ')"
 fi
+BIN=build/servekit
+Q="--preset qwen3-30b-a3b --quant bf16 --routing uniform --path dynamic --tokens 2048,8192"
+for r in 1 2; do
+  for m in 1 0; do
+    # shellcheck disable=SC2086
+    bench_row "stop1-scan$m-r$r" SERVEKIT_PLAN_SCAN_KERNEL=$m SERVEKIT_DIAG_DYNAMIC_STOP=1 -- $Q
+  done
+done
+for m in 1 0; do
+  # shellcheck disable=SC2086
+  bench_row "layer-scan$m" SERVEKIT_PLAN_SCAN_KERNEL=$m -- $Q
+done
 t=$(($(left) - 10))
 if ((t > 25)); then
   timeout $t build/servekit bench moe --preset qwen3-30b-a3b --quant bf16 --tokens 2048,8192 \
