@@ -36,13 +36,9 @@ struct PlanBuffers {
 
 // Which kernels build the plan. kAuto picks by size on the host: small batches run one CTA
 // in one launch (routing fused in, for launch_route_and_plan), larger ones the multi-CTA
-// kernels. The multi-CTA plan is a count pass, then either a one-block scan launch and a
-// scatter launch (kMultiCtaScanKernel), or one launch whose blocks each scan the counts
-// themselves and scatter (kMultiCtaFusedScan); kMultiCta and kAuto take the former unless
-// SERVEKIT_PLAN_SCAN_KERNEL=0 (read at every launch; the fused scan is not yet measured on a
-// GPU). All give identical plans (and ids and weights); forcing one is for tests and
+// kernels. The two give identical plans (and ids and weights); forcing one is for tests and
 // benchmarks.
-enum class PlanKernels { kAuto, kOneCta, kMultiCta, kMultiCtaScanKernel, kMultiCtaFusedScan };
+enum class PlanKernels { kAuto, kOneCta, kMultiCta };
 
 // Scratch bytes launch_build_plan needs for this capacity.
 size_t plan_scratch_bytes(int64_t max_tokens, int top_k, int num_groups);

@@ -1,5 +1,5 @@
 // Host launchers of the permutation plan (moe_plan.h), with or without the routing fused in:
-// one single-CTA launch for small batches (one_cta_plan.cuh), else two or three multi-CTA launches
+// one single-CTA launch for small batches (one_cta_plan.cuh), else three multi-CTA launches
 // (plan_kernels.cuh); no host synchronisation, no allocation (the caller gives the scratch).
 //
 // An id is local when expert_offset <= id < expert_offset + local_experts; every other id
@@ -112,8 +112,7 @@ void launch_one_cta(void (*kernel)(Args...), size_t smem_bytes, cudaStream_t str
   launch_pdl(kernel, 1, OneCtaShape::kThreads, smem_bytes, true, stream, args...);
 }
 
-void launch_multi_cta(permute::PlanParams p, void* scratch, cudaStream_t stream,
-                      PlanKernels kernels) {
+void launch_multi_cta(permute::PlanParams p, void* scratch, cudaStream_t stream) {
   const int64_t entries = p.entries;
   const int64_t bound = plan_blocks_bound(entries);
   const int64_t per_block =
@@ -127,18 +126,11 @@ void launch_multi_cta(permute::PlanParams p, void* scratch, cudaStream_t stream,
   p.block_counts = static_cast<int32_t*>(scratch);
   p.block_prefix = p.block_counts + p.local_experts * stride;
 
-  const bool scan_kernel = kernels == PlanKernels::kMultiCtaScanKernel ||
-                           (kernels != PlanKernels::kMultiCtaFusedScan &&
-                            env_int("SERVEKIT_PLAN_SCAN_KERNEL", 0, 1, 1) == 1);
   permute::count_local_groups<<<p.num_blocks, PlanShape::kThreads, 0, stream>>>(p);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
-  if (scan_kernel) {
-    permute::scan_group_counts<<<1, PlanShape::kScanThreads, 0, stream>>>(p);
-    SERVEKIT_CUDA_CHECK(cudaGetLastError());
-    permute::scatter_plan_rows<<<p.num_blocks, PlanShape::kThreads, 0, stream>>>(p);
-  } else {
-    permute::scan_scatter_plan_rows<<<p.num_blocks, PlanShape::kThreads, 0, stream>>>(p);
-  }
+  permute::scan_group_counts<<<1, PlanShape::kScanThreads, 0, stream>>>(p);
+  SERVEKIT_CUDA_CHECK(cudaGetLastError());
+  permute::scatter_plan_rows<<<p.num_blocks, PlanShape::kThreads, 0, stream>>>(p);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -153,7 +145,7 @@ void launch_build_plan(const int32_t* ids, int64_t tokens, int top_k, int expert
     launch_one_cta(permute::plan_one_cta, 0, stream, p);
     return;
   }
-  launch_multi_cta(p, plan.scratch, stream, kernels);
+  launch_multi_cta(p, plan.scratch, stream);
 }
 
 bool launch_route_and_plan(const RoutingConfig& cfg, const void* logits, DType logits_dtype,

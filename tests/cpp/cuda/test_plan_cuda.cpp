@@ -1,7 +1,5 @@
 // launch_build_plan against a plan computed on the host: every array must be equal, element for
-// element (the plan is integer bookkeeping, so there is no tolerance). Every case runs the pick of
-// kAuto and both multi-CTA variants (the one-block scan launch, and the scan in each scatter
-// block).
+// element (the plan is integer bookkeeping, so there is no tolerance).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -63,7 +61,7 @@ HostPlan host_plan(const std::vector<int32_t>& ids, int64_t tokens, int top_k, i
 
 // Runs the device plan with buffers sized for max_tokens, every output poisoned first.
 HostPlan device_plan(const std::vector<int32_t>& ids, int64_t tokens, int top_k, int offset,
-                     int local, int shared, int64_t max_tokens, cuda::PlanKernels kernels) {
+                     int local, int shared, int64_t max_tokens) {
   const int groups = local + shared;
   const int64_t capacity = cuda::plan_capacity_rows(max_tokens, top_k, shared);
   DeviceArray<int32_t> d_ids(ids);
@@ -78,8 +76,7 @@ HostPlan device_plan(const std::vector<int32_t>& ids, int64_t tokens, int top_k,
 
   const cuda::PlanBuffers plan =
       testing::plan_buffers(groups, offsets, row_token, row_group, slot_row, scratch);
-  cuda::launch_build_plan(d_ids.get(), tokens, top_k, offset, local, shared, plan, nullptr,
-                          kernels);
+  cuda::launch_build_plan(d_ids.get(), tokens, top_k, offset, local, shared, plan, nullptr);
   SERVEKIT_CUDA_CHECK(cudaGetLastError());
   SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -96,20 +93,15 @@ HostPlan device_plan(const std::vector<int32_t>& ids, int64_t tokens, int top_k,
 
 void expect_plan_matches(const std::vector<int32_t>& ids, int64_t tokens, int top_k, int offset,
                          int local, int shared, int64_t max_tokens = -1) {
+  SCOPED_TRACE(::testing::Message() << "T=" << tokens << " K=" << top_k << " offset=" << offset
+                                    << " E_local=" << local << " S=" << shared);
   const HostPlan want = host_plan(ids, tokens, top_k, offset, local, shared);
-  for (cuda::PlanKernels kernels :
-       {cuda::PlanKernels::kAuto, cuda::PlanKernels::kMultiCtaScanKernel,
-        cuda::PlanKernels::kMultiCtaFusedScan}) {
-    SCOPED_TRACE(::testing::Message()
-                 << "T=" << tokens << " K=" << top_k << " offset=" << offset << " E_local=" << local
-                 << " S=" << shared << " kernels=" << static_cast<int>(kernels));
-    const HostPlan got = device_plan(ids, tokens, top_k, offset, local, shared,
-                                     max_tokens < 0 ? tokens : max_tokens, kernels);
-    ASSERT_EQ(got.group_offsets, want.group_offsets);
-    ASSERT_EQ(got.row_token, want.row_token);
-    ASSERT_EQ(got.row_group, want.row_group);
-    ASSERT_EQ(got.token_slot_row, want.token_slot_row);
-  }
+  const HostPlan got =
+      device_plan(ids, tokens, top_k, offset, local, shared, max_tokens < 0 ? tokens : max_tokens);
+  ASSERT_EQ(got.group_offsets, want.group_offsets);
+  ASSERT_EQ(got.row_token, want.row_token);
+  ASSERT_EQ(got.row_group, want.row_group);
+  ASSERT_EQ(got.token_slot_row, want.token_slot_row);
 }
 
 // K distinct experts per token from [0, experts), as a router picks them.

@@ -7,9 +7,6 @@
 //   3. scatter_plan_rows: each block gives every entry its row = group offset + block prefix +
 //      rank of the entry among the earlier entries of the same group in the block (warp
 //      match + per-warp counts), so rows of a group follow ascending (token, slot).
-// scan_scatter_plan_rows does passes 2 and 3 in one launch: every block scans the whole table of
-// block counts itself (at most 512 x 128 ints, from L2), so no one-block launch sits between
-// passes 1 and 3; block 0 writes group_offsets. Same plan, element for element.
 // Entries whose id is negative or outside the local range get row -1.
 #pragma once
 
@@ -80,10 +77,9 @@ __global__ void __launch_bounds__(PlanShape::kThreads) count_local_groups(const 
     p.block_counts[g * p.count_stride + blockIdx.x] = s_count[g];
 }
 
-// Exclusive scan of one value per thread over the whole block (blockDim.x == kThreads).
-template <int kThreads = PlanShape::kScanThreads>
+// Exclusive scan of one value per thread over the whole block (blockDim.x == kScanThreads).
 __device__ __forceinline__ int block_exclusive_scan(int v, int* s_warp_sums, int* total) {
-  constexpr int kWarps = kThreads / 32;
+  constexpr int kWarps = PlanShape::kScanThreads / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int incl = v;
   for (int d = 1; d < 32; d *= 2) {
@@ -162,12 +158,15 @@ __global__ void __launch_bounds__(PlanShape::kScanThreads) scan_group_counts(con
     p.group_offsets[p.local_experts + s] = local_rows + s * p.tokens;
 }
 
-// Pass 3's work once each local group's first row in this block (s_next_row) is known and
-// s_warp_count is zero: the routed entries of the block's range, then (spread over the grid) the
-// shared experts' rows, shared expert s's from local_rows + s * T on.
-__device__ __forceinline__ void scatter_block_rows(const PlanParams& p, int* s_next_row,
-                                                   int (*s_warp_count)[PlanShape::kMaxLocalGroups],
-                                                   int local_rows) {
+__global__ void __launch_bounds__(PlanShape::kThreads) scatter_plan_rows(const PlanParams p) {
+  __shared__ int s_next_row[PlanShape::kMaxLocalGroups];  // (E_local) next row of g here
+  __shared__ int s_warp_count[PlanShape::kWarps][PlanShape::kMaxLocalGroups];  // (W, E_local)
+  for (int g = threadIdx.x; g < p.local_experts; g += PlanShape::kThreads) {
+    s_next_row[g] = p.group_offsets[g] + p.block_prefix[g * p.count_stride + blockIdx.x];
+    for (int w = 0; w < PlanShape::kWarps; ++w) s_warp_count[w][g] = 0;
+  }
+  __syncthreads();
+
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int slots = p.top_k + p.num_shared;
   const int begin = blockIdx.x * p.entries_per_block;
@@ -204,71 +203,11 @@ __device__ __forceinline__ void scatter_block_rows(const PlanParams& p, int* s_n
        j += gridDim.x * PlanShape::kThreads) {
     const int s = j / p.tokens, t = j - s * p.tokens;
     const int group = p.local_experts + s;
-    const int row = local_rows + s * p.tokens + t;  // = group_offsets[group] + t
+    const int row = p.group_offsets[group] + t;
     p.row_token[row] = t;
     p.row_group[row] = group;
     p.token_slot_row[t * slots + p.top_k + s] = row;
   }
-}
-
-__global__ void __launch_bounds__(PlanShape::kThreads) scatter_plan_rows(const PlanParams p) {
-  __shared__ int s_next_row[PlanShape::kMaxLocalGroups];  // (E_local) next row of g here
-  __shared__ int s_warp_count[PlanShape::kWarps][PlanShape::kMaxLocalGroups];  // (W, E_local)
-  for (int g = threadIdx.x; g < p.local_experts; g += PlanShape::kThreads) {
-    s_next_row[g] = p.group_offsets[g] + p.block_prefix[g * p.count_stride + blockIdx.x];
-    for (int w = 0; w < PlanShape::kWarps; ++w) s_warp_count[w][g] = 0;
-  }
-  __syncthreads();
-  scatter_block_rows(p, s_next_row, s_warp_count, p.group_offsets[p.local_experts]);
-}
-
-// Passes 2 and 3 in one launch (see the top). Thread i scans groups 2i and 2i + 1: their totals
-// over all blocks and their counts in the blocks before this one, then one block-wide scan of
-// the pair sums gives every group's offset.
-__global__ void __launch_bounds__(PlanShape::kThreads) scan_scatter_plan_rows(const PlanParams p) {
-  static_assert(PlanShape::kMaxLocalGroups == 2 * PlanShape::kThreads, "two groups per thread");
-  __shared__ int s_next_row[PlanShape::kMaxLocalGroups];
-  __shared__ int s_warp_count[PlanShape::kWarps][PlanShape::kMaxLocalGroups];
-  __shared__ int s_warp_sums[PlanShape::kWarps];
-  const int g0 = 2 * static_cast<int>(threadIdx.x);
-  const int me = static_cast<int>(blockIdx.x);
-  int total[2] = {0, 0}, before[2] = {0, 0};
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    if (g0 + r >= p.local_experts) break;
-    const int* counts = p.block_counts + (g0 + r) * p.count_stride;
-    // Columns past num_blocks are padding that pass 1 never wrote.
-#pragma unroll 8
-    for (int b = 0; b < p.num_blocks; b += 4) {
-      const int4 c = *reinterpret_cast<const int4*>(counts + b);
-      const int v[4] = {c.x, c.y, c.z, c.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const int n = b + j < p.num_blocks ? v[j] : 0;
-        total[r] += n;
-        before[r] += b + j < me ? n : 0;
-      }
-    }
-  }
-  int local_rows = 0;
-  const int excl =
-      block_exclusive_scan<PlanShape::kThreads>(total[0] + total[1], s_warp_sums, &local_rows);
-  const int offset[2] = {excl, excl + total[0]};
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int g = g0 + r;
-    if (g >= p.local_experts) break;
-    s_next_row[g] = offset[r] + before[r];
-    if (me == 0) p.group_offsets[g] = offset[r];
-  }
-  // Shared groups take every token, in token order, after the routed rows.
-  if (me == 0)
-    for (int s = threadIdx.x; s <= p.num_shared; s += PlanShape::kThreads)
-      p.group_offsets[p.local_experts + s] = local_rows + s * p.tokens;
-  for (int g = threadIdx.x; g < p.local_experts; g += PlanShape::kThreads)
-    for (int w = 0; w < PlanShape::kWarps; ++w) s_warp_count[w][g] = 0;
-  __syncthreads();
-  scatter_block_rows(p, s_next_row, s_warp_count, local_rows);
 }
 
 }  // namespace servekit::cuda::permute
