@@ -11,7 +11,8 @@
 //   fp8_per_tensor: alpha_g = a_scale[0] * b_scale[g] (device fp32)
 //   fp8_block128:   value = code * scale per block; activation scales grouped MN-major
 //                   (a_block_scale_index), weight scales [G, K/128, ceil(N/128)] (MN-major,
-//                   b_block_scale_index), fp32
+//                   b_block_scale_index), fp32, followed by kBlockScaleTailFloats readable
+//                   floats (allocate gemm_b_block_scale_floats(G, N, K))
 // K and N must be multiples of gemm_k_multiple / gemm_n_multiple (gemm_tile_config.h); all
 // pointers 16-byte aligned.
 #pragma once
@@ -79,7 +80,8 @@ struct GroupedGemmOperands {               // all device pointers
   const float* a_scale = nullptr;        // fp8_per_tensor: [1]
   const float* b_scale = nullptr;        // fp8_per_tensor: [G]
   const float* a_block_scale = nullptr;  // fp8_block128: [rows * K/128], a_block_scale_index
-  const float* b_block_scale = nullptr;  // fp8_block128: [G * K/128 * ceil(N/128)]
+  // fp8_block128: [G * K/128 * ceil(N/128)] + kBlockScaleTailFloats (gemm_b_block_scale_floats)
+  const float* b_block_scale = nullptr;
   // Host-side tuning hint, never read on the device and never changing results: the rows this
   // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. It picks the
   // tile (choose_gemm_tile, gemm_tile_config.h): bf16 runs with at most kSmallMTileMaxRows rows
@@ -117,6 +119,22 @@ SERVEKIT_HOST_DEVICE inline int64_t a_block_scale_index(int64_t group_begin, int
 SERVEKIT_HOST_DEVICE inline int64_t b_block_scale_index(int64_t g, int64_t n_blocks,
                                                         int64_t k_blocks, int64_t nb, int64_t kb) {
   return (g * k_blocks + kb) * n_blocks + nb;
+}
+
+// Readable floats the fp8_block128 kernels need after the last weight scale. CUTLASS 4.2's
+// ptr-array blockwise producer (load_auxiliary) predicates its 128-column weight-scale loads by
+// the wrong element of the coordinate tensor, so a tile that overhangs N by a whole block loads
+// the blocks past ceil(N/128) too: up to TileN / 128 * ClusterN - 1 floats (3 for the 128x256
+// tile in its 1x2 cluster) past group g's last k-block row. Inside the array those are the next
+// row's scales; after the last group's last row they are past the end (compute-sanitizer
+// memcheck, session 38: N = 2880, one float). The values only multiply accumulator columns past
+// N, which the epilogue never stores (GroupedGemmCuda.BGroupStride fills this tail with NaN).
+// The runner checks every block-scaled tile against this bound at compile time.
+inline constexpr int64_t kBlockScaleTailFloats = 4;
+
+// Floats to allocate for b_block_scale: G * K/128 * ceil(N/128) + kBlockScaleTailFloats.
+inline int64_t gemm_b_block_scale_floats(int64_t groups, int64_t n, int64_t k) {
+  return groups * (k / 128) * ((n + 127) / 128) + kBlockScaleTailFloats;
 }
 
 // One grouped GEMM problem bound to a device: owns the per-group argument arrays and the

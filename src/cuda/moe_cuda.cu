@@ -132,8 +132,9 @@ class CudaMoEBackend final : public MoEBackend {
   // Weights in the GEMM layout, all G groups (grouped_gemm.h).
   DeviceBuffer w13_, w2_;              // [G, R, H], [G, H, I]
   DeviceBuffer w13_scale_, w2_scale_;  // fp8_per_tensor: [G]
-  DeviceBuffer w13_sfb_, w2_sfb_;  // fp8_block128: [G, H/128, ceil(R/128)], [G, I/128, ceil(H/128)]
-  DeviceBuffer b13_, b2_;          // [G, R], [G, H] fp32
+  // fp8_block128: [G, H/128, ceil(R/128)], [G, I/128, ceil(H/128)], each + kBlockScaleTailFloats
+  DeviceBuffer w13_sfb_, w2_sfb_;
+  DeviceBuffer b13_, b2_;  // [G, R], [G, H] fp32
   // Whether any expert has a bias (else forward passes no bias pointer). Atomic: load_expert runs
   // concurrently for distinct experts (backend.h); each writes only its own weight slices.
   std::atomic<bool> has_b13_{false}, has_b2_{false};
@@ -242,8 +243,11 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
       w2_scale_ = zeroed(g * sizeof(float));
     }
     if (operand_ == GemmOperand::kFP8Block128) {
-      w13_sfb_ = zeroed(g * (h / 128) * ((r + 127) / 128) * sizeof(float));
-      w2_sfb_ = zeroed(g * (i / 128) * ((h + 127) / 128) * sizeof(float));
+      // Each with the tail the fp8_block128 kernels may read (grouped_gemm.h).
+      w13_sfb_ =
+          zeroed(static_cast<size_t>(cuda::gemm_b_block_scale_floats(g, r, h)) * sizeof(float));
+      w2_sfb_ =
+          zeroed(static_cast<size_t>(cuda::gemm_b_block_scale_floats(g, h, i)) * sizeof(float));
     }
   }
   b13_ = zeroed(g * r * sizeof(float));

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -158,9 +159,14 @@ struct Tolerance {
 // so 1e-2 and 1/64. A wrong tile, group or scale is off by O(rms) and fails either bound.
 // fp8_block128's weight scales as the GEMM reads them: [G, ceil(N/128), K/128] (Operands) ->
 // [G, K/128, ceil(N/128)] (b_block_scale_index).
+// Exactly gemm_b_block_scale_floats long: the tail the kernels may read (grouped_gemm.h) is NaN,
+// so a tail scale that reached a stored output would fail the comparison, and memcheck
+// catches a read past it.
 std::vector<float> gemm_b_block_scales(const Operands& o) {
   const int64_t nb = (o.n + 127) / 128, kb = o.k / 128;
-  std::vector<float> out(o.b_tensor_scale.size());
+  std::vector<float> out(static_cast<size_t>(gemm_b_block_scale_floats(o.groups, o.n, o.k)),
+                         std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(o.b_tensor_scale.size() + kBlockScaleTailFloats, out.size());
   for (int g = 0; g < o.groups; ++g)
     for (int64_t i = 0; i < nb; ++i)
       for (int64_t j = 0; j < kb; ++j)

@@ -91,6 +91,10 @@ template <class K>
 class GroupedGemmRunner final : public GroupedGemm {
   using GemmKernel = typename K::GemmKernel;
   using Gemm = typename K::Gemm;
+  static_assert(!K::kBlockScaled ||
+                    K::kTile.tile_n / 128 * K::kTile.cluster_n - 1 <= kBlockScaleTailFloats,
+                "grouped_gemm: this block-scaled tile can read more weight scales past the last "
+                "group's than kBlockScaleTailFloats (grouped_gemm.h)");
 
  public:
   GroupedGemmRunner(const GroupedGemmShape& shape, int device) : shape_(shape), device_(device) {
