@@ -170,7 +170,7 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 
 // The fourth instantiation of bf16: the swap-AB tile as 128 weight rows x 144 tokens, ping-pong
 // (each warp group a whole tile, so one group's epilogue, the fused activation included, runs
-// under the other's mainloop; 144 accumulators per thread, 6 stages). It replaces the cooperative
+// under the other's mainloop; 144 accumulators per thread, 3 stages of k = 128). It replaces the cooperative
 // swap tile in the GEMMs that use_swap_pingpong picks. Its fused activation needs W13 in 64-row
 // gate/up blocks (a thread holds weight rows r and r + 64). Measured on the H200 (session 34,
 // ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs, dynamic bf16 layer, us, cooperative
@@ -181,13 +181,17 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
 // 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1): 2048 tokens 452.8, 451.8 /
 // 464.9, 464.6; 8192 1233.8 / 1292.8.
-// A/B only, not measured yet: -DSERVEKIT_DIAG_SWAP_PP_TILE_K=128 takes k-steps of 128 (3 stages
-// instead of 6 of 64, the same bytes in flight, half the per-k-step barrier and fence work).
+// k-steps of 128 (3 stages of 36 KB), not 64 (6 of 18 KB): the same bytes in flight, half the
+// barrier, fence and wgmma-issue work per byte. Measured on an H100 (session 39,
+// ab/2026-12-06-s39-pp*, qwen3-30b bf16 dynamic, us, k-step 64 / 128, two rounds):
+// 1024 tokens 519.3, 519.1 / 507.7, 507.2; 2048 591.3, 589.9 / 565.2, 565.5; 4096 820.6, 822.6 /
+// 784.7, 784.5; 8192 1345.3, 1349.7 / 1340.4, 1339.3; 16384 2462.3, 2417.8 / 2456.3, 2466.3.
+// -DSERVEKIT_DIAG_SWAP_PP_TILE_K=64 builds the old step for A/B.
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
 #endif
 #ifndef SERVEKIT_DIAG_SWAP_PP_TILE_K
-#define SERVEKIT_DIAG_SWAP_PP_TILE_K 64
+#define SERVEKIT_DIAG_SWAP_PP_TILE_K 128
 #endif
 constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
