@@ -170,12 +170,12 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 
 // The fourth instantiation of bf16: the swap-AB tile as 128 weight rows x 144 tokens, ping-pong
 // (each warp group a whole tile, so one group's epilogue, the fused activation included, runs
-// under the other's mainloop; 144 accumulators per thread, 3 stages of k = 128). It replaces the cooperative
-// swap tile in the GEMMs that use_swap_pingpong picks. Its fused activation needs W13 in 64-row
-// gate/up blocks (a thread holds weight rows r and r + 64). Measured on the H200 (session 34,
-// ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs, dynamic bf16 layer, us, cooperative
-// vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0, 451.8; qwen3-235b 2048 1498.6,
-// 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7; deepseek-v3 8192 14017.6 vs
+// under the other's mainloop; 144 accumulators per thread, 3 stages of k = 128). It replaces the
+// cooperative swap tile in the GEMMs that use_swap_pingpong picks. Its fused activation needs W13
+// in 64-row gate/up blocks (a thread holds weight rows r and r + 64). Measured on the H200 (session
+// 34, ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs, dynamic bf16 layer, us,
+// cooperative vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0, 451.8; qwen3-235b 2048
+// 1498.6, 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7; deepseek-v3 8192 14017.6 vs
 // 17421.7.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with four CTAs per cluster along the
 // weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
