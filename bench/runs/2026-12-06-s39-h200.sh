@@ -6,6 +6,7 @@
 #   2. main's GEMM and layer GPU tests (GroupedGemmCuda.*, MoECuda.*)
 #   3. qwen3-30b bf16 dynamic, uniform, --peer off: 2048 and 8192, two rounds, 4096 one, 64 / 128
 #   4. issue 3's qwen3-30b rows on main with the cuBLAS peer, 32 tokens checked (OUT/q30.json)
+# TESTS=<gtest filter> narrows step 2 when the budget is short.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-06-s39-h200.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -25,7 +26,7 @@ say "main build done"
 wait
 say "k64 build rc=$(cat "$W/build-k64.rc")"
 K64=/tmp/k64-tree/build-k64
-gtest_run main $B 'GroupedGemmCuda.*:MoECuda.*' 150
+gtest_run main $B "${TESTS:-GroupedGemmCuda.*:MoECuda.*}" 150
 Q="--preset qwen3-30b-a3b --quant bf16 --routing uniform --path dynamic"
 for row in "t2048-1 2048" "t8192-1 8192" "t4096 4096" "t2048-2 2048" "t8192-2 8192"; do
   read -r tag t <<<"$row"
