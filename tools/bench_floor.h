@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "servekit/moe.h"
@@ -25,6 +26,13 @@ struct Ceilings {
   double bf16_TFLOPs = 783.0;
   double fp8_TFLOPs = 1432.0;
 };
+
+// Whether the ceilings above describe the named device (cudaDeviceProp::name). They were measured
+// on an H200; on any other card the floors, and every time/floor ratio, are the H200's, so the
+// bench says so before its rows.
+inline bool ceilings_describe(std::string_view device_name) {
+  return device_name.find("H200") != std::string_view::npos;
+}
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;

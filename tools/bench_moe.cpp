@@ -536,6 +536,13 @@ std::vector<BenchRow> run_moe_bench(const BenchOptions& opt, RunInfo& info) {
   cudaDeviceProp prop{};
   SERVEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, opt.device));
   info.device = prop.name;
+  if (!ceilings_describe(info.device))
+    std::fprintf(
+        stderr,
+        "bench: warning: floors use the H200's ceilings (BENCH.md: read %.2f TB/s, bf16 %.0f "
+        "and fp8 %.0f TFLOP/s); on this %s, floor_us and time/floor are not this card's\n",
+        info.ceilings.read_TBps, info.ceilings.bf16_TFLOPs, info.ceilings.fp8_TFLOPs,
+        info.device.c_str());
   cuda::L2Flusher flusher(opt.device);
   info.l2_flush_bytes = flusher.bytes();
   Stream stream;

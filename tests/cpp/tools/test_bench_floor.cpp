@@ -222,5 +222,13 @@ TEST(BenchReport, TableLineShowsDashesForMissingNumbers) {
   EXPECT_EQ(table_header().find("preset"), 0u);
 }
 
+// The ceilings are the H200's: the bench warns on any other card (bench_moe.cpp).
+TEST(BenchFloor, CeilingsDescribeTheH200Only) {
+  EXPECT_TRUE(ceilings_describe("NVIDIA H200"));
+  EXPECT_TRUE(ceilings_describe("NVIDIA H200 NVL"));
+  EXPECT_FALSE(ceilings_describe("NVIDIA H100 80GB HBM3"));
+  EXPECT_FALSE(ceilings_describe(""));
+}
+
 }  // namespace
 }  // namespace servekit::bench
