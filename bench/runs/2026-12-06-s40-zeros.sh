@@ -20,7 +20,7 @@ for r in 1 2; do
   (($(left) < 40)) && { say "run $r skipped (budget)"; break; }
   timeout $(($(left) - 10)) "$W/gemm_zeros" >"$W/zeros-$r.txt" 2>&1
   say "run $r rc=$?"
-  cat "$W/zeros-$r.txt" | tee -a "$W/$WORK_NAME.txt" >/dev/null
+  tee -a "$W/$WORK_NAME.txt" <"$W/zeros-$r.txt"
 done
 rm -f "$W/gemm_zeros"
 say done
