@@ -3,7 +3,7 @@
 # (bench/tools/gemm_zeros.cpp: qwen3-30b's two GEMMs at ~8192 tokens, rows random / last 64 of
 # each group's 576 zero / all zero, weights from HBM and in L2, with the SM clock and power.)
 #   1. main built in build/ (tests off; a warm build/ from an earlier call is reused)
-#   2. the probe, linked against build/libservekit.a, run twice
+#   2. the probe, linked against build/libservekit.a, run twice (ZEROS_ARGS: its arguments)
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-06-s40-zeros.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -18,7 +18,7 @@ g++ -O2 -std=c++20 -Iinclude -Isrc -I/usr/local/cuda/include bench/tools/gemm_ze
   -o "$W/gemm_zeros" >"$W/probe-build.log" 2>&1 || { say "probe build failed: $(tail -n 5 "$W/probe-build.log")"; exit 1; }
 for r in 1 2; do
   (($(left) < 40)) && { say "run $r skipped (budget)"; break; }
-  timeout $(($(left) - 10)) "$W/gemm_zeros" >"$W/zeros-$r.txt" 2>&1
+  timeout $(($(left) - 10)) "$W/gemm_zeros" ${ZEROS_ARGS:-} >"$W/zeros-$r.txt" 2>&1
   say "run $r rc=$?"
   tee -a "$W/$WORK_NAME.txt" <"$W/zeros-$r.txt"
 done

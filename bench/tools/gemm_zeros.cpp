@@ -12,7 +12,8 @@
 //   random  every row random in [-1, 1)
 //   tail0   the last Z rows of every group zero (Z / R = the padding share), the rest random
 //   zero    every row zero (the bound on what the data can give)
-// Each variant is timed twice, interleaved (random, tail0, zero, random, tail0, zero), with the
+// Each variant is timed twice, interleaved (random, tail0, zero, random, tail0, zero; --reverse
+// runs zero, tail0, random), with the
 // weights on their own per group (from HBM, the layer's case) and shared by every group (in L2:
 // tensor-bound only). Per variant: median µs of 40 runs after 10 warm-up runs, and the SM clock
 // and board power nvidia-smi reports while a further 600 runs go back to back.
@@ -27,6 +28,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,6 +69,8 @@ std::vector<uint16_t> rows_bf16(int groups, int64_t rows, int64_t k, int64_t zer
     }
   return h;
 }
+
+bool g_reverse = false;  // --reverse: zero, tail0, random in each round
 
 struct Sample {
   double us = 0;
@@ -153,7 +157,8 @@ void run_shape(const char* label, int64_t n, int64_t k, int groups, int64_t rows
         const char* name;
         const uint16_t* a;
       } variants[] = {{"random", a_random}, {"tail0", a_tail0}, {"zero", a_zero}};
-      for (const auto& v : variants) {
+      for (int i = 0; i < 3; ++i) {
+        const auto& v = variants[g_reverse ? 2 - i : i];
         GroupedGemmOperands ops;
         ops.group_offsets = d_off;
         ops.a = v.a;
@@ -183,7 +188,8 @@ void run_shape(const char* label, int64_t n, int64_t k, int groups, int64_t rows
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  g_reverse = argc > 1 && std::string(argv[1]) == "--reverse";
   char name[96];
   smi_query("name,power.limit,clocks.max.sm", name);
   std::printf("device %s\n", name);
