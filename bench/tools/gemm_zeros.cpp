@@ -74,7 +74,8 @@ bool g_reverse = false;  // --reverse: zero, tail0, random in each round
 
 struct Sample {
   double us = 0;
-  char smi[96] = "-";  // nvidia-smi's "clocks.sm, power.draw" while the GEMM runs
+  double burst_us = 0;  // mean µs of a run over the 600 back-to-back runs
+  char smi[96] = "-";   // nvidia-smi's "clocks.sm, power.draw" while the GEMM runs
 };
 
 // One line of `nvidia-smi --query-gpu=...`, without its newline ("-" when it fails).
@@ -117,6 +118,9 @@ Sample time_run(const GroupedGemm& gemm, const GroupedGemmOperands& ops) {
   std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(150 * s.us)));
   smi_query("clocks.sm,power.draw", s.smi);
   CHECK_CUDA(cudaEventSynchronize(stop));
+  float burst_ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&burst_ms, start, stop));
+  s.burst_us = 1000.0 * burst_ms / 600;
   CHECK_CUDA(cudaEventDestroy(start));
   CHECK_CUDA(cudaEventDestroy(stop));
   return s;
@@ -169,11 +173,11 @@ void run_shape(const char* label, int64_t n, int64_t k, int groups, int64_t rows
         const Sample s = time_run(*gemm, ops);
         std::printf(
             "%-6s weights %-6s G=%-4d rows=%-5lld zero tail %-4lld tile %dx%d%s%s  %-6s round %d"
-            "  %9.1f us  %6.1f TFLOP/s  [%s]\n",
+            "  %9.1f us  %6.1f TFLOP/s  burst %9.1f us  [%s]\n",
             label, shared ? "in-L2" : "own", groups, static_cast<long long>(rows),
             static_cast<long long>(zero_tail), cfg.tile_m, cfg.tile_n, cfg.swap_ab ? " swap" : "",
             cfg.schedule == servekit::cuda::GemmSchedule::kPingpong ? " pp" : " coop", v.name,
-            round + 1, s.us, flop / s.us / 1e6, s.smi);
+            round + 1, s.us, flop / s.us / 1e6, s.burst_us, s.smi);
         std::fflush(stdout);
       }
     }
