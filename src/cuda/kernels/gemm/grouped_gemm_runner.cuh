@@ -319,6 +319,9 @@ class GroupedGemmRunner final : public GroupedGemm {
   // Host-side setup done once: shared-memory opt-in, occupancy of the cluster launch, Params.
   void build_params() {
     const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
+    // 227 KB: the most shared memory an sm_90 CTA can opt in to.
+    static_assert(GemmKernel::SharedStorageSize <= 227 * 1024,
+                  "the kernel's shared storage exceeds what a CTA can have (a launch would fail)");
     const int smem = GemmKernel::SharedStorageSize;
     SERVEKIT_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
