@@ -26,17 +26,18 @@
 // pointers change (grouped_gemm_runner.cuh). The consumer side (mma), the shared storage and the
 // epilogue are the base's.
 //
-// A/B build only (-DSERVEKIT_DIAG_PARTIAL_N=1, swap-AB tiles): the partial token tile. A group's
+// A/B build only (-DSERVEKIT_DIAG_PARTIAL_N=1, swap-AB tiles on this producer: the ping-pong one,
+// and with -DSERVEKIT_DIAG_FLAT_TMA=3 the cooperative one too): the partial token tile. A group's
 // last token tile holds rows - n * BLK_N real rows, the rest pad it (uniform routing pads
-// qwen3-30b's groups to 1.20x their rows at 2048 tokens and 1.13x at 8192,
-// bench/tools/padding_sim.py), and the base's wgmma multiplies all BLK_N columns. Here the producer
-// writes each k-tile's count of real token rows into a ring beside the stages (valid_n, 2 x Stages
-// entries, written before the stage's arrive, whose release the consumer's wait acquires), and the
-// consumer reads it at a tile's first k-tile and runs the whole tile with the narrowest wgmma of
-// 48, 96, 128 or BLK_N columns that covers it: the same shared-memory descriptors (the first
-// columns of the B stage), the first columns of the accumulators (a wgmma fragment of N columns is
-// the first N / 2 values of a wider one). The columns it leaves are tokens past the group, which no
-// epilogue stores.
+// qwen3-30b's groups to 1.19x their rows at 2048 tokens and 1.13x at 8192, and these widths to
+// 1.08x and 1.04x: bench/tools/padding_sim.py --tiles 144 --widths 48,96,128), and the base's wgmma
+// multiplies all BLK_N columns. Here the producer writes each k-tile's count of real token rows
+// into a ring beside the stages (valid_n, 2 x Stages entries, written before the stage's arrive,
+// whose release the consumer's wait acquires), and the consumer reads it at a tile's first k-tile
+// and runs the whole tile with the narrowest wgmma of 48, 96, 128 or BLK_N columns that covers it:
+// the same shared-memory descriptors (the first columns of the B stage), the first columns of the
+// accumulators (a wgmma fragment of N columns is the first N / 2 values of a wider one). The
+// columns it leaves are tokens past the group, which no epilogue stores.
 #ifndef SERVEKIT_DIAG_PARTIAL_N
 #define SERVEKIT_DIAG_PARTIAL_N 0
 #endif
@@ -45,6 +46,8 @@
 #include <cutlass/cutlass.h>
 #include <cutlass/gemm/gemm.h>
 #include <cute/tensor.hpp>
+
+#include "cuda/gemm_tile_config.h"
 
 namespace servekit::cuda::gemm {
 
@@ -63,7 +66,6 @@ struct FlatTmaMainloop : Base {
   using typename Base::PipelineState;
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
-  using typename Base::TensorMapStorage;
   using typename Base::TiledMma;
   using typename Base::TileShape;
 
@@ -78,6 +80,12 @@ struct FlatTmaMainloop : Base {
   };
   using TensorStorage =
       cute::conditional_t<kPartialN, PartialTensorStorage, typename Base::TensorStorage>;
+  // This producer keeps no descriptors in shared memory, so with the ring the base's two (256
+  // bytes) go: the ring's 128 then leave the kernels' shared storage as large as before (the
+  // cooperative 256x144 swap tile is at the 227 KB limit with 4 stages).
+  struct NoTensorMapStorage {};
+  using TensorMapStorage =
+      cute::conditional_t<kPartialN, NoTensorMapStorage, typename Base::TensorMapStorage>;
 
   struct Arguments : Base::Arguments {
     const void* rows = nullptr;  // [rows_capacity, K]
@@ -252,12 +260,22 @@ struct FlatTmaMainloop : Base {
         pipeline.consumer_wait(smem_pipe_read, token);
         const int valid =
             shared_tensors.valid_n[smem_pipe_read.index() + kStages * smem_pipe_read.phase()];
-        if (valid <= 48 && kBlkN > 48)
-          return mma_n<48>(pipeline, smem_pipe_read, accum, k_tile_count, shared_tensors);
-        if (valid <= 96 && kBlkN > 96)
-          return mma_n<96>(pipeline, smem_pipe_read, accum, k_tile_count, shared_tensors);
-        if (valid <= 128 && kBlkN > 128)
-          return mma_n<128>(pipeline, smem_pipe_read, accum, k_tile_count, shared_tensors);
+        const int width = partial_token_width(valid, kBlkN);  // gemm_tile_config.h
+        if constexpr (kBlkN > 48) {
+          if (width == 48)
+            return mma_n<48>(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx,
+                             shared_tensors);
+        }
+        if constexpr (kBlkN > 96) {
+          if (width == 96)
+            return mma_n<96>(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx,
+                             shared_tensors);
+        }
+        if constexpr (kBlkN > 128) {
+          if (width == 128)
+            return mma_n<128>(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx,
+                              shared_tensors);
+        }
       }
     }
     Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, params);
@@ -269,11 +287,12 @@ struct FlatTmaMainloop : Base {
   // accumulators.
   template <int kN, class FrgTensorC>
   CUTLASS_DEVICE void mma_n(MainloopPipeline pipeline, PipelineState smem_pipe_read,
-                            FrgTensorC& accum, int k_tile_count, TensorStorage& shared_tensors) {
+                            FrgTensorC& accum, int k_tile_count, int thread_idx,
+                            TensorStorage& shared_tensors) {
     using namespace cute;
-    using AtomLayout = Layout<Shape<_1, _1, _1>>;
-    static_assert(size(TiledMma{}) == cutlass::NumThreadsPerWarpGroup,
-                  "one warp group a tile (ping-pong)");
+    // The base's warp groups along M (1 for ping-pong, 2 for the cooperative 256-row tile).
+    constexpr int kWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
+    using AtomLayout = Layout<Shape<Int<kWarpGroups>, _1, _1>>;
     using MmaN = decltype(make_tiled_mma(
         SM90::GMMA::ss_op_selector<typename TiledMma::ValTypeA, typename TiledMma::ValTypeB,
                                    typename TiledMma::ValTypeC,
@@ -289,8 +308,11 @@ struct FlatTmaMainloop : Base {
                     make_layout(make_shape(Int<kN>{}, size<1>(sB_full), size<2>(sB_full)),
                                 make_stride(_1{}, Int<kBlkN>{},
                                             Int<kBlkN* decltype(size<1>(sB_full))::value>{}))));
+    static_assert(size(MmaN{}) == size(TiledMma{}), "the base's warp groups");
     MmaN tiled_mma;
-    auto thread_mma = tiled_mma.get_slice(0);
+    const int warp_group =
+        __shfl_sync(0xffffffffu, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
+    auto thread_mma = tiled_mma.get_slice(warp_group * cutlass::NumThreadsPerWarpGroup);
     Tensor tCsA = thread_mma.partition_A(sA);  // (MMA,MMA_M,MMA_K,PIPE)
     Tensor tCsB = thread_mma.partition_B(sB);  // (MMA,MMA_N,MMA_K,PIPE)
     Tensor tCrA = thread_mma.make_fragment_A(tCsA);

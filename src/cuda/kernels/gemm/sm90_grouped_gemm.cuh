@@ -227,13 +227,15 @@ struct Sm90GroupedGemm {
   // 2 puts it on every bf16 tile. Measured on the H200 (session 37, ab/2026-12-05-s37-flat, dynamic
   // bf16 layer at 2048 tokens, us, all bf16 tiles flat against none): qwen3-30b (ping-pong swap
   // tiles) 444.3, 444.2 vs 453.4, 452.5; qwen3-235b (cooperative swap tiles) 1524.4, 1517.8,
-  // 1520.8 vs 1505.2, 1512.7, 1507.8; mixtral-8x7b (128x256) 2528.4 vs 2456.3.
+  // 1520.8 vs 1505.2, 1512.7, 1507.8; mixtral-8x7b (128x256) 2528.4 vs 2456.3. 3 puts it on both
+  // swap-AB tiles (A/B only: with SERVEKIT_DIAG_PARTIAL_N the cooperative one's partial token
+  // tile).
 #ifndef SERVEKIT_DIAG_FLAT_TMA
 #define SERVEKIT_DIAG_FLAT_TMA 1
 #endif
   static constexpr bool kFlatTma =
       Op == GemmOperand::kBF16 &&
-      (SERVEKIT_DIAG_FLAT_TMA == 2 ||
+      (SERVEKIT_DIAG_FLAT_TMA == 2 || (SERVEKIT_DIAG_FLAT_TMA == 3 && SwapAB) ||
        (SERVEKIT_DIAG_FLAT_TMA == 1 && SwapAB && Sched == GemmSchedule::kPingpong));
   using PlainMainloop =
       cute::conditional_t<kFlatTma, FlatTmaMainloop<BuiltMainloop, !SwapAB>, BuiltMainloop>;
