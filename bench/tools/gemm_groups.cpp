@@ -32,6 +32,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/grouped_gemm.h"
+#include "gemm_probe.h"
 #include "servekit/error.h"
 #include "servekit/formats.h"
 
@@ -41,15 +42,6 @@ using servekit::cuda::GemmOperand;
 using servekit::cuda::GroupedGemm;
 using servekit::cuda::GroupedGemmOperands;
 using servekit::cuda::GroupedGemmShape;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 // Random bf16 in [-1, 1) on the device (never zeros: the MMAs run as on real data).
 uint16_t* random_bf16(size_t count, uint64_t seed) {
@@ -87,24 +79,7 @@ double time_run(const GroupedGemm& gemm, const GroupedGemmOperands& ops) {
     CHECK_CUDA(cudaDeviceSynchronize());
     return 0.0;
   }
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < 5; ++i) gemm.run(ops, nullptr);
-  std::vector<float> ms;
-  for (int i = 0; i < 30; ++i) {
-    CHECK_CUDA(cudaEventRecord(start));
-    gemm.run(ops, nullptr);
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  std::sort(ms.begin(), ms.end());
-  return 1000.0 * ms[ms.size() / 2];
+  return median_run_us([&] { gemm.run(ops, nullptr); }, 5, 30);
 }
 
 void run_shape(const char* label, int64_t n, int64_t k, int groups, int64_t rows_per_group) {

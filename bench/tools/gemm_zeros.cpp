@@ -35,6 +35,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/grouped_gemm.h"
+#include "gemm_probe.h"
 #include "servekit/error.h"
 #include "servekit/formats.h"
 
@@ -44,15 +45,6 @@ using servekit::cuda::GemmOperand;
 using servekit::cuda::GroupedGemm;
 using servekit::cuda::GroupedGemmOperands;
 using servekit::cuda::GroupedGemmShape;
-
-#define CHECK_CUDA(x)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
-  } while (0)
 
 // Host bf16 rows: random in [-1, 1) (never zero), except the last `zero_tail` of every group of
 // `rows` rows (all of them when zero_tail >= rows).
@@ -94,23 +86,11 @@ void smi_query(const char* fields, char (&out)[96]) {
 }
 
 Sample time_run(const GroupedGemm& gemm, const GroupedGemmOperands& ops) {
+  Sample s;
+  s.us = median_run_us([&] { gemm.run(ops, nullptr); }, 10, 40);
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
-  for (int i = 0; i < 10; ++i) gemm.run(ops, nullptr);
-  std::vector<float> ms;
-  for (int i = 0; i < 40; ++i) {
-    CHECK_CUDA(cudaEventRecord(start));
-    gemm.run(ops, nullptr);
-    CHECK_CUDA(cudaEventRecord(stop));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float t = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&t, start, stop));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
-  Sample s;
-  s.us = 1000.0 * ms[ms.size() / 2];
   // 600 runs back to back (0.1-0.5 s); nvidia-smi asked a quarter of the way through.
   CHECK_CUDA(cudaEventRecord(start));
   for (int i = 0; i < 600; ++i) gemm.run(ops, nullptr);
