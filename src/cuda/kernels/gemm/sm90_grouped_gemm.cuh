@@ -222,21 +222,23 @@ struct Sm90GroupedGemm {
   static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
   // bf16's producer with one descriptor per operand for the whole run instead of CUTLASS's
-  // per-group ones (sm90_flat_tma_mainloop.cuh). On by default for the ping-pong swap-AB tile
-  // only, where it was measured faster; SERVEKIT_DIAG_FLAT_TMA (a build flag) = 0 turns it off,
-  // 2 puts it on every bf16 tile. Measured on the H200 (session 37, ab/2026-12-05-s37-flat, dynamic
-  // bf16 layer at 2048 tokens, us, all bf16 tiles flat against none): qwen3-30b (ping-pong swap
-  // tiles) 444.3, 444.2 vs 453.4, 452.5; qwen3-235b (cooperative swap tiles) 1524.4, 1517.8,
-  // 1520.8 vs 1505.2, 1512.7, 1507.8; mixtral-8x7b (128x256) 2528.4 vs 2456.3. 3 puts it on both
-  // swap-AB tiles (A/B only: with SERVEKIT_DIAG_PARTIAL_N the cooperative one's partial token
-  // tile).
+  // per-group ones (sm90_flat_tma_mainloop.cuh). On by default for both swap-AB tiles, where it
+  // was measured faster; SERVEKIT_DIAG_FLAT_TMA (a build flag) = 0 turns it off, 2 puts it on every
+  // bf16 tile, 3 on the ping-pong swap tile only (the default of sessions 37-40).
+  // Ping-pong swap (session 37, H200, ab/2026-12-05-s37-flat, dynamic bf16 layer at 2048 tokens,
+  // us, flat vs not): qwen3-30b 444.3, 444.2 vs 453.4, 452.5. Every bf16 tile flat on the same
+  // lease: qwen3-235b (cooperative swap) 1524.4, 1517.8, 1520.8 vs 1505.2, 1512.7, 1507.8;
+  // mixtral-8x7b (128x256) 2528.4 vs 2456.3. Cooperative swap (session 41, H100,
+  // ab/2026-12-06-s41-flat-coop, two rounds each, flat vs ping-pong-only): deepseek-v3 2048
+  // 9363, 9391 vs 9327, 9357; 4096 12400, 12469 vs 13250, 13292; 8192 15500, 15558 vs 15885,
+  // 15928; qwen3-235b 2048 2009, 2012 vs 2031, 2027; gpt-oss-120b 4096 2840, 2835 vs 2964, 2963.
 #ifndef SERVEKIT_DIAG_FLAT_TMA
 #define SERVEKIT_DIAG_FLAT_TMA 1
 #endif
   static constexpr bool kFlatTma =
       Op == GemmOperand::kBF16 &&
-      (SERVEKIT_DIAG_FLAT_TMA == 2 || (SERVEKIT_DIAG_FLAT_TMA == 3 && SwapAB) ||
-       (SERVEKIT_DIAG_FLAT_TMA == 1 && SwapAB && Sched == GemmSchedule::kPingpong));
+      (SERVEKIT_DIAG_FLAT_TMA == 2 || (SERVEKIT_DIAG_FLAT_TMA == 1 && SwapAB) ||
+       (SERVEKIT_DIAG_FLAT_TMA == 3 && SwapAB && Sched == GemmSchedule::kPingpong));
   using PlainMainloop =
       cute::conditional_t<kFlatTma, FlatTmaMainloop<BuiltMainloop, !SwapAB>, BuiltMainloop>;
   using CollectiveMainloop = cute::conditional_t<
