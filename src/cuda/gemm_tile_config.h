@@ -156,9 +156,24 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 //   deepseek-v3 4096 / 8192 (143 / 286 with the shared expert): 8719.5 / 8703.2, 14095.9 /
 //     13826.1.
 // A 128x144 swap tile (same call) was 1.4% faster at qwen3-30b 2048 and slower everywhere else.
+// A/B only: -DSERVEKIT_DIAG_SWAP_CLUSTER_M=1 -DSERVEKIT_DIAG_SWAP_CLUSTER_N=2 (or 2 and 2) builds
+// it with the weight tile multicast to two token tiles (session 41: at deepseek-v3 8192 tokens,
+// ncu on an H100 read 2.1x the weights' bytes from DRAM in GEMM1, L2 hit rate 28%: the two token
+// tiles of an expert read each weight tile apart in time).
+#ifndef SERVEKIT_DIAG_SWAP_CLUSTER_M
+#define SERVEKIT_DIAG_SWAP_CLUSTER_M 2
+#endif
+#ifndef SERVEKIT_DIAG_SWAP_CLUSTER_N
+#define SERVEKIT_DIAG_SWAP_CLUSTER_N 1
+#endif
 constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
-    GemmTileConfig t{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
+    GemmTileConfig t{256,
+                     144,
+                     64,
+                     SERVEKIT_DIAG_SWAP_CLUSTER_M,
+                     SERVEKIT_DIAG_SWAP_CLUSTER_N,
+                     GemmSchedule::kCooperative};
     t.swap_ab = true;
     return t;
   }
