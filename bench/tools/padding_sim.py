@@ -3,29 +3,16 @@
 
 Each expert's rows are rounded up to whole tiles: sum(ceil(m_e / t) * t) / sum(m_e), under
 uniform routing (each token picks top_k distinct experts at random, as `servekit bench moe
---routing uniform` does in distribution). With --widths, an expert's last tile only counts the
-narrowest of the widths (or t) that holds its rows: the partial token tile of
-sm90_flat_tma_mainloop.cuh (-DSERVEKIT_DIAG_PARTIAL_N=1). Pure Python, no GPU.
+--routing uniform` does in distribution). Pure Python, no GPU.
 
   bench/tools/padding_sim.py --tokens 2048 --experts 128 --top-k 8 --tiles 64,128,144,160,192
-  bench/tools/padding_sim.py --tokens 8192 --experts 128 --top-k 8 --tiles 144 --widths 48,96,128
 """
 import argparse
+import math
 import random
 
 
-def tile_work(c, t, widths):
-    """Rows of tensor work for an expert of c rows in tiles of t rows."""
-    if c == 0:
-        return 0
-    full, rest = divmod(c, t)
-    if rest == 0:
-        return full * t
-    last = min([w for w in widths if w >= rest and w < t], default=t)
-    return full * t + last
-
-
-def padding(tokens, experts, top_k, tiles, draws, seed, widths=()):
+def padding(tokens, experts, top_k, tiles, draws, seed):
     rng = random.Random(seed)
     work = {t: 0 for t in tiles}
     rows = 0
@@ -36,7 +23,7 @@ def padding(tokens, experts, top_k, tiles, draws, seed, widths=()):
                 count[e] += 1
         rows += sum(count)
         for t in tiles:
-            work[t] += sum(tile_work(c, t, widths) for c in count)
+            work[t] += sum(math.ceil(c / t) * t for c in count)
     return {t: work[t] / rows for t in tiles}
 
 
@@ -48,14 +35,11 @@ def main():
     p.add_argument("--tiles", default="64,128,144,160,192,256")
     p.add_argument("--draws", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--widths", default="",
-                   help="narrower widths an expert's last tile may run at, e.g. 48,96,128")
     a = p.parse_args()
     if a.top_k > a.experts or min(a.tokens, a.experts, a.top_k, a.draws) < 1:
         p.error("need 1 <= top-k <= experts, tokens >= 1, draws >= 1")
     tiles = [int(t) for t in a.tiles.split(",")]
-    widths = [int(w) for w in a.widths.split(",") if w]
-    for t, x in padding(a.tokens, a.experts, a.top_k, tiles, a.draws, a.seed, widths).items():
+    for t, x in padding(a.tokens, a.experts, a.top_k, tiles, a.draws, a.seed).items():
         print(f"tile {t:4d}: {x:.3f}x the rows")
 
 

@@ -294,32 +294,6 @@ TEST(GemmTileConfig, InterleavedW13Rows) {
 
 // bf16's ping-pong swap-AB tile: 128 weight rows x 144 tokens, one warp group a tile, its fused
 // activation on the 64-row interleave; the other formats have none.
-// The partial token tile's width (A/B build, sm90_flat_tma_mainloop.cuh): never fewer columns
-// than real rows, never more than the tile, a wgmma N (a multiple of 8, at most 256), and the
-// narrowest of 48 / 96 / 128 that holds the rows.
-TEST(GemmTileConfig, PartialTokenWidth) {
-  for (int tile : {144, 128, 96, 256}) {
-    for (int valid = 1; valid <= tile; ++valid) {
-      const int w = partial_token_width(valid, tile);
-      EXPECT_GE(w, valid) << tile << " " << valid;
-      EXPECT_LE(w, tile) << tile << " " << valid;
-      EXPECT_EQ(w % 8, 0) << tile << " " << valid;
-      for (int narrower : {48, 96, 128}) {
-        if (narrower < w && narrower < tile) {
-          EXPECT_LT(narrower, valid) << tile << " " << valid;
-        }
-      }
-    }
-  }
-  EXPECT_EQ(partial_token_width(1, 144), 48);
-  EXPECT_EQ(partial_token_width(48, 144), 48);
-  EXPECT_EQ(partial_token_width(49, 144), 96);
-  EXPECT_EQ(partial_token_width(128, 144), 128);
-  EXPECT_EQ(partial_token_width(129, 144), 144);
-  EXPECT_EQ(partial_token_width(100, 128), 128);  // the tile itself, not a narrower copy of it
-  EXPECT_EQ(partial_token_width(60, 96), 96);
-}
-
 TEST(GemmTileConfig, SwapPingpongTile) {
   const GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16);
   EXPECT_TRUE(t.swap_ab);

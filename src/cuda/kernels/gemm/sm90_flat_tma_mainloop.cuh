@@ -25,29 +25,11 @@
 // the kernel parameters (__grid_constant__), so the runner rebuilds them whenever the operand
 // pointers change (grouped_gemm_runner.cuh). The consumer side (mma), the shared storage and the
 // epilogue are the base's.
-//
-// A/B build only (-DSERVEKIT_DIAG_PARTIAL_N=1, swap-AB tiles on this producer: the ping-pong one,
-// and with -DSERVEKIT_DIAG_FLAT_TMA=3 the cooperative one too): the partial token tile. A group's
-// last token tile holds rows - n * BLK_N real rows, the rest pad it (uniform routing pads
-// qwen3-30b's groups to 1.19x their rows at 2048 tokens and 1.13x at 8192, and these widths to
-// 1.08x and 1.04x: bench/tools/padding_sim.py --tiles 144 --widths 48,96,128), and the base's wgmma
-// multiplies all BLK_N columns. Here the producer writes each k-tile's count of real token rows
-// into a ring beside the stages (valid_n, 2 x Stages entries, written before the stage's arrive,
-// whose release the consumer's wait acquires), and the consumer reads it at a tile's first k-tile
-// and runs the whole tile with the narrowest wgmma of 48, 96, 128 or BLK_N columns that covers it:
-// the same shared-memory descriptors (the first columns of the B stage), the first columns of the
-// accumulators (a wgmma fragment of N columns is the first N / 2 values of a wider one). The
-// columns it leaves are tokens past the group, which no epilogue stores.
-#ifndef SERVEKIT_DIAG_PARTIAL_N
-#define SERVEKIT_DIAG_PARTIAL_N 0
-#endif
 #pragma once
 
 #include <cutlass/cutlass.h>
 #include <cutlass/gemm/gemm.h>
 #include <cute/tensor.hpp>
-
-#include "cuda/gemm_tile_config.h"
 
 namespace servekit::cuda::gemm {
 
@@ -66,26 +48,11 @@ struct FlatTmaMainloop : Base {
   using typename Base::PipelineState;
   using typename Base::SmemLayoutA;
   using typename Base::SmemLayoutB;
-  using typename Base::TiledMma;
+  using typename Base::TensorMapStorage;
+  using typename Base::TensorStorage;
   using typename Base::TileShape;
 
   static constexpr bool kFlatTma = true;
-  static constexpr int kStages = Base::DispatchPolicy::Stages;
-  static constexpr int kBlkN = cute::size<1>(TileShape{});
-  static constexpr bool kPartialN = !RowsAreA && SERVEKIT_DIAG_PARTIAL_N != 0;
-
-  // The base's stages, and with the partial token tile the ring of real-row counts (see the top).
-  struct PartialTensorStorage : Base::TensorStorage {
-    int32_t valid_n[2 * kStages];
-  };
-  using TensorStorage =
-      cute::conditional_t<kPartialN, PartialTensorStorage, typename Base::TensorStorage>;
-  // This producer keeps no descriptors in shared memory, so with the ring the base's two (256
-  // bytes) go: the ring's 128 then leave the kernels' shared storage as large as before (the
-  // cooperative 256x144 swap tile is at the 227 KB limit with 4 stages).
-  struct NoTensorMapStorage {};
-  using TensorMapStorage =
-      cute::conditional_t<kPartialN, NoTensorMapStorage, typename Base::TensorMapStorage>;
 
   struct Arguments : Base::Arguments {
     const void* rows = nullptr;  // [rows_capacity, K]
@@ -219,20 +186,8 @@ struct FlatTmaMainloop : Base {
       for (int m = 0; m < size<0>(block_layout); ++m)
         mcast_mask_b |= uint16_t(1) << block_layout(m, block_id.y, Int<0>{});
     }
-    int32_t valid = kBlkN;  // the tile's real token rows (kPartialN)
-    if constexpr (kPartialN) {
-      const int32_t g = static_cast<int32_t>(l_coord);
-      const int32_t rows = params.group_offsets[g + 1] - params.group_offsets[g];
-      valid = cute::min(int32_t{kBlkN}, rows - static_cast<int32_t>(n_coord) * int32_t{kBlkN});
-    }
     CUTLASS_PRAGMA_NO_UNROLL
     for (; k_tile_count > 0; --k_tile_count) {
-      if constexpr (kPartialN) {
-        // Entry of this k-tile's stage and pass: written before the acquire's arrive (release),
-        // read after the consumer's wait (acquire). The producer's phase starts inverted.
-        shared_tensors.valid_n[smem_pipe_write.index() + kStages * (smem_pipe_write.phase() ^ 1)] =
-            valid;
-      }
       pipeline.producer_acquire(smem_pipe_write);
       using BarrierType = typename MainloopPipeline::ProducerBarrierType;
       BarrierType* tma_barrier = pipeline.producer_get_barrier(smem_pipe_write);
@@ -244,137 +199,6 @@ struct FlatTmaMainloop : Base {
       ++k_tile_iter;
       ++smem_pipe_write;
     }
-  }
-
-  // The consumer: the base's, or with the partial token tile the narrowest wgmma that covers the
-  // tile's real rows (see the top of the file).
-  template <class FrgTensorC>
-  CUTLASS_DEVICE void mma(MainloopPipeline pipeline, PipelineState smem_pipe_read,
-                          FrgTensorC& accum, int k_tile_count, int thread_idx,
-                          TensorStorage& shared_tensors, Params const& params) {
-    if constexpr (kPartialN) {
-      if (k_tile_count > 0) {
-        // Waiting here and again in the chosen loop is one wait: the phase cannot move on before
-        // this consumer releases the stage.
-        auto token = pipeline.consumer_try_wait(smem_pipe_read);
-        pipeline.consumer_wait(smem_pipe_read, token);
-        const int valid =
-            shared_tensors.valid_n[smem_pipe_read.index() + kStages * smem_pipe_read.phase()];
-        const int width = partial_token_width(valid, kBlkN);  // gemm_tile_config.h
-        if constexpr (kBlkN > 48) {
-          if (width == 48)
-            return mma_n<48>(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx,
-                             shared_tensors);
-        }
-        if constexpr (kBlkN > 96) {
-          if (width == 96)
-            return mma_n<96>(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx,
-                             shared_tensors);
-        }
-        if constexpr (kBlkN > 128) {
-          if (width == 128)
-            return mma_n<128>(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx,
-                              shared_tensors);
-        }
-      }
-    }
-    Base::mma(pipeline, smem_pipe_read, accum, k_tile_count, thread_idx, shared_tensors, params);
-  }
-
- private:
-  // The base's pipelined k-loop (K_PIPE_MMAS wgmma batches in flight, the prologue's stages
-  // released by mma_tail) with an m64 x kN wgmma over the first kN columns of B and of the
-  // accumulators.
-  template <int kN, class FrgTensorC>
-  CUTLASS_DEVICE void mma_n(MainloopPipeline pipeline, PipelineState smem_pipe_read,
-                            FrgTensorC& accum, int k_tile_count, int thread_idx,
-                            TensorStorage& shared_tensors) {
-    using namespace cute;
-    // The base's warp groups along M (1 for ping-pong, 2 for the cooperative 256-row tile).
-    constexpr int kWarpGroups = size(TiledMma{}) / cutlass::NumThreadsPerWarpGroup;
-    using AtomLayout = Layout<Shape<Int<kWarpGroups>, _1, _1>>;
-    using MmaN = decltype(make_tiled_mma(
-        SM90::GMMA::ss_op_selector<typename TiledMma::ValTypeA, typename TiledMma::ValTypeB,
-                                   typename TiledMma::ValTypeC,
-                                   Shape<Int<size<0>(TileShape{})>, Int<kN>, _16>>(),
-        AtomLayout{}));
-    constexpr int kPipeMmas = Base::K_PIPE_MMAS;
-    Tensor sA = make_tensor(make_smem_ptr(shared_tensors.smem_A.data()), SmemLayoutA{});
-    Tensor sB_full = make_tensor(make_smem_ptr(shared_tensors.smem_B.data()), SmemLayoutB{});
-    // The first kN token rows of every stage: (kN, BLK_K, PIPE) -> sB_full's (n, k, pipe).
-    Tensor sB = make_tensor(
-        sB_full.data(),
-        composition(sB_full.layout(),
-                    make_layout(make_shape(Int<kN>{}, size<1>(sB_full), size<2>(sB_full)),
-                                make_stride(_1{}, Int<kBlkN>{},
-                                            Int<kBlkN* decltype(size<1>(sB_full))::value>{}))));
-    static_assert(size(MmaN{}) == size(TiledMma{}), "the base's warp groups");
-    MmaN tiled_mma;
-    const int warp_group =
-        __shfl_sync(0xffffffffu, thread_idx / cutlass::NumThreadsPerWarpGroup, 0);
-    auto thread_mma = tiled_mma.get_slice(warp_group * cutlass::NumThreadsPerWarpGroup);
-    Tensor tCsA = thread_mma.partition_A(sA);  // (MMA,MMA_M,MMA_K,PIPE)
-    Tensor tCsB = thread_mma.partition_B(sB);  // (MMA,MMA_N,MMA_K,PIPE)
-    Tensor tCrA = thread_mma.make_fragment_A(tCsA);
-    Tensor tCrB = thread_mma.make_fragment_B(tCsB);
-    // The first kN columns of the tile's accumulators: a kN-column fragment's values are the
-    // first kN / 2 of each m64 atom's, so its layout with the full fragment's strides.
-    auto frag_n = partition_fragment_C(tiled_mma, Shape<Int<size<0>(TileShape{})>, Int<kN>>{});
-    Tensor acc = make_tensor(accum.data(), make_layout(shape(frag_n), stride(accum.layout())));
-    CUTE_STATIC_ASSERT_V(size<1>(tCsA) == size<1>(acc));   // M
-    CUTE_STATIC_ASSERT_V(size<1>(tCsB) == size<2>(acc));   // N
-    CUTE_STATIC_ASSERT_V(size<2>(tCsA) == size<2>(tCsB));  // K
-
-    PipelineState smem_pipe_release = smem_pipe_read;
-    const int prologue = cute::min(kPipeMmas, k_tile_count);
-    tiled_mma.accumulate_ = GMMA::ScaleOut::Zero;
-    warpgroup_fence_operand(acc);
-    {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      const int stage = smem_pipe_read.index();
-      warpgroup_arrive();
-      CUTLASS_PRAGMA_UNROLL
-      for (int kb = 0; kb < size<2>(tCrA); ++kb) {
-        cute::gemm(tiled_mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
-        tiled_mma.accumulate_ = GMMA::ScaleOut::One;
-      }
-      warpgroup_commit_batch();
-      ++smem_pipe_read;
-    }
-    warpgroup_fence_operand(acc);
-    CUTLASS_PRAGMA_UNROLL
-    for (int p = prologue - 1; p > 0; --p) {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      const int stage = smem_pipe_read.index();
-      warpgroup_arrive();
-      cute::gemm(tiled_mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), acc);
-      warpgroup_commit_batch();
-      ++smem_pipe_read;
-    }
-    warpgroup_fence_operand(acc);
-    CUTLASS_PRAGMA_NO_UNROLL
-    for (k_tile_count -= prologue; k_tile_count > 0; --k_tile_count) {
-      auto token = pipeline.consumer_try_wait(smem_pipe_read);
-      pipeline.consumer_wait(smem_pipe_read, token);
-      const int stage = smem_pipe_read.index();
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      cute::gemm(tiled_mma, tCrA(_, _, _, stage), tCrB(_, _, _, stage), acc);
-      warpgroup_commit_batch();
-      warpgroup_wait<kPipeMmas>();  // the stage released below is no longer read
-      warpgroup_fence_operand(acc);
-      pipeline.consumer_release(smem_pipe_release);
-      ++smem_pipe_read;
-      ++smem_pipe_release;
-    }
-    // Drained here, not in mma_tail: the branches of mma() meet after this, and a register move
-    // there while a wgmma still writes the accumulators would make ptxas serialize every wgmma
-    // of the kernel (C7515). mma_tail's wait is then a no-op; it still releases the prologue's
-    // stages.
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(acc);
   }
 };
 
