@@ -208,13 +208,21 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 #ifndef SERVEKIT_DIAG_SWAP_PP_TILE_K
 #define SERVEKIT_DIAG_SWAP_PP_TILE_K 128
 #endif
+// A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_N=2 puts two token tiles in a cluster too, the weight
+// tile multicast to both (with the default 2 along M, a 2x2 cluster: L2 bytes per MAC
+// (64 + 72) x 2 / 18432 = 0.0148 against (128 + 72) x 2 / 18432 = 0.0217 now, -32%); groups pad to
+// whole pairs of token tiles, which costs nothing where they hold 4 (qwen3-30b at 8192 tokens,
+// 512 rows) and doubles the work where they hold 1 (128 rows, 2048 tokens).
+#ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_N
+#define SERVEKIT_DIAG_SWAP_PP_CLUSTER_N 1
+#endif
 constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
     GemmTileConfig t{128,
                      144,
                      SERVEKIT_DIAG_SWAP_PP_TILE_K,
                      SERVEKIT_DIAG_SWAP_PP_CLUSTER_M,
-                     1,
+                     SERVEKIT_DIAG_SWAP_PP_CLUSTER_N,
                      GemmSchedule::kPingpong};
     t.swap_ab = true;
     return t;
@@ -223,17 +231,6 @@ constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
 }
 constexpr bool has_swap_pp_tile(GemmOperand op) {
   return !(swap_pp_tile_config(op) == compiled_tile_config(op));
-}
-
-// The partial token tile (A/B build -DSERVEKIT_DIAG_PARTIAL_N=1, sm90_flat_tma_mainloop.cuh): the
-// wgmma width, in tokens, at which a swap-AB token tile of tile_n rows runs when `valid` of them
-// are real rows: the narrowest of 48, 96 and 128 that holds them and is narrower than the tile,
-// else tile_n. bench/tools/padding_sim.py --widths 48,96,128 counts the tensor work it leaves.
-constexpr int partial_token_width(int valid, int tile_n) {
-  return valid <= 48 && 48 < tile_n     ? 48
-         : valid <= 96 && 96 < tile_n   ? 96
-         : valid <= 128 && 128 < tile_n ? 128
-                                        : tile_n;
 }
 
 // Which swap-AB tile a GEMM builds (SERVEKIT_GEMM_SWAP, read by the MoE layer at construction).
