@@ -51,6 +51,11 @@ struct GemmTileConfig {
   }
   // Rows of a group (tokens) one tile covers.
   constexpr int token_rows() const { return swap_ab ? tile_n : tile_m; }
+  // Rows of a group one cluster covers: a group pads to whole clusters along its rows (CUTLASS's
+  // group scheduler rounds each group's tiles up to the cluster).
+  constexpr int token_block_rows() const {
+    return token_rows() * (swap_ab ? cluster_n : cluster_m);
+  }
 };
 
 // One grouped GEMM: for each group g, D_g [M_g, N] = A_g [M_g, K] · B_gᵀ, B_g [N, K].
@@ -60,6 +65,22 @@ struct GemmDesc {
   int num_groups = 0;
   int64_t rows_per_group = 0;  // expected M_g (capacity rows / groups), for run-time knobs
 };
+
+// What a grouped GEMM knows of the MoE routing behind its groups, for the tile pick only (never
+// changes results): `top_k` routed rows and `shared_groups` shared-expert rows per token, the
+// routed rows spread over `experts` experts (all of them: with an expert-parallel range the
+// GEMM's groups are a part). All 0: plain groups, each expected to hold rows / groups.
+struct GemmRoutingHint {
+  int top_k = 0;
+  int shared_groups = 0;
+  int experts = 0;
+};
+// A routed group's expected rows in a run of `rows` rows over `groups` groups: tokens x top_k /
+// experts, with tokens = rows / (top_k + shared_groups); rows / groups without a hint.
+constexpr int64_t routed_rows_per_group(const GemmRoutingHint& h, int64_t rows, int groups) {
+  if (h.top_k < 1 || h.experts < 1) return groups > 0 ? rows / groups : 0;
+  return rows / (h.top_k + h.shared_groups) * h.top_k / h.experts;
+}
 
 struct GemmConfig {
   GemmTileConfig tile;
@@ -156,24 +177,9 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 //   deepseek-v3 4096 / 8192 (143 / 286 with the shared expert): 8719.5 / 8703.2, 14095.9 /
 //     13826.1.
 // A 128x144 swap tile (same call) was 1.4% faster at qwen3-30b 2048 and slower everywhere else.
-// A/B only: -DSERVEKIT_DIAG_SWAP_CLUSTER_M=1 -DSERVEKIT_DIAG_SWAP_CLUSTER_N=2 (or 2 and 2) builds
-// it with the weight tile multicast to two token tiles (session 41: at deepseek-v3 8192 tokens,
-// ncu on an H100 read 2.1x the weights' bytes from DRAM in GEMM1, L2 hit rate 28%: the two token
-// tiles of an expert read each weight tile apart in time).
-#ifndef SERVEKIT_DIAG_SWAP_CLUSTER_M
-#define SERVEKIT_DIAG_SWAP_CLUSTER_M 2
-#endif
-#ifndef SERVEKIT_DIAG_SWAP_CLUSTER_N
-#define SERVEKIT_DIAG_SWAP_CLUSTER_N 1
-#endif
 constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
-    GemmTileConfig t{256,
-                     144,
-                     64,
-                     SERVEKIT_DIAG_SWAP_CLUSTER_M,
-                     SERVEKIT_DIAG_SWAP_CLUSTER_N,
-                     GemmSchedule::kCooperative};
+    GemmTileConfig t{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
     t.swap_ab = true;
     return t;
   }
@@ -181,6 +187,35 @@ constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
 }
 constexpr bool has_swap_ab_tile(GemmOperand op) {
   return !(swap_ab_tile_config(op) == compiled_tile_config(op));
+}
+
+// The fifth instantiation of bf16: the cooperative swap-AB tile (256 weight rows x 144 tokens) in a
+// 1x2 cluster along the tokens, for groups of two or more token tiles: the weight tile is
+// multicast to two token tiles, so each weight byte leaves HBM once per pair. With the 2x1 cluster
+// an expert's token tiles read each weight tile at different times, and at 256 rows per expert the
+// two reads are ~100 us apart, longer than the L2 keeps it. Measured (session 41, ncu on an H100,
+// ab/2026-12-06-s41-ncu-ds, deepseek-v3 bf16 8192 tokens, 2x1 swap tile): GEMM1 11.05 ms at 84% of
+// DRAM peak (~31 GB read against 15 GB of weights), L2 hit rate 28%; GEMM2 4.93 ms at 81%. Groups
+// pad to whole pairs (288 tokens), so it only pays where a group holds two or more token tiles
+// (swap_pair_pays). L2 bytes per MAC (128 + 144) x 2 / 36864 = 0.0148 against the 2x1 cluster's
+// (256 + 72) x 2 / 36864 = 0.0178. Not yet GPU-run: the auto pick leaves it off
+// (kAutoSwapPair) until it is measured; SERVEKIT_GEMM_TILE=pair forces it.
+// A/B only: -DSERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M=2 builds it in a 2x2 cluster (the token tile
+// multicast to two weight tiles too: (128 + 72) x 2 / 36864 = 0.0109 bytes per MAC).
+#ifndef SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M
+#define SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M 1
+#endif
+constexpr GemmTileConfig swap_pair_tile_config(GemmOperand op) {
+  if (op == GemmOperand::kBF16) {
+    GemmTileConfig t{
+        256, 144, 64, SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M, 2, GemmSchedule::kCooperative};
+    t.swap_ab = true;
+    return t;
+  }
+  return compiled_tile_config(op);
+}
+constexpr bool has_swap_pair_tile(GemmOperand op) {
+  return !(swap_pair_tile_config(op) == compiled_tile_config(op));
 }
 
 // The fourth instantiation of bf16: the swap-AB tile as 128 weight rows x 144 tokens, ping-pong
@@ -269,19 +304,21 @@ inline constexpr int64_t kSmallMTileMaxRows = 32;
 constexpr int64_t small_m_tile_max_rows(GemmOperand op) {
   return op == GemmOperand::kFP8Block128 ? 26 : kSmallMTileMaxRows;
 }
-enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall, kSwap };
-// SERVEKIT_GEMM_TILE's value: "auto" or empty, "large", "small", "swap"; anything else is not a
-// choice.
+enum class GemmTileChoice : uint8_t { kAuto, kLarge, kSmall, kSwap, kPair };
+// SERVEKIT_GEMM_TILE's value: "auto" or empty, "large", "small", "swap", "pair"; anything else is
+// not a choice.
 constexpr std::optional<GemmTileChoice> parse_gemm_tile_choice(std::string_view s) {
   if (s.empty() || s == "auto") return GemmTileChoice::kAuto;
   if (s == "large") return GemmTileChoice::kLarge;
   if (s == "small") return GemmTileChoice::kSmall;
   if (s == "swap") return GemmTileChoice::kSwap;
+  if (s == "pair") return GemmTileChoice::kPair;
   return std::nullopt;
 }
 constexpr bool use_small_m_tile(GemmOperand op, int64_t rows_per_group,
                                 GemmTileChoice choice = GemmTileChoice::kAuto) {
-  if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge || choice == GemmTileChoice::kSwap)
+  if (!has_small_m_tile(op) || choice == GemmTileChoice::kLarge ||
+      choice == GemmTileChoice::kSwap || choice == GemmTileChoice::kPair)
     return false;
   return choice == GemmTileChoice::kSmall || rows_per_group <= small_m_tile_max_rows(op);
 }
@@ -306,7 +343,7 @@ inline double expected_tile_padding(int64_t tile_rows, double mean) {
 }
 
 // Which of the compiled tiles a run uses.
-enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap };
+enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap, kSwapPair };
 // The swap-AB tile wins where it cuts the expected padding by more than this factor against a
 // 128-row tile that fuses the activation (the fused epilogue saves ~1.5-2% of the layer, ninth
 // and twenty-sixth passes), and wherever it cuts it at all against one that does not.
@@ -322,6 +359,22 @@ inline constexpr double kSwapOverFusedPadding = 0.97;
 // 2488.3 vs 2376.4, 2416.2. Larger groups were not measured: the padding model decides there.
 inline constexpr int64_t kSwapPingpongMaxRows = 1024;
 
+// Whether the pair swap tile (swap_pair_tile_config) suits groups of `rows_per_group` expected
+// rows: its padding to whole pairs of token tiles is at most kSwapPairOverSwapPadding times the
+// 2x1 swap tile's (single token tiles, expected_tile_padding), i.e. the groups mostly hold two or
+// more token tiles. deepseek-v3 at 8192 tokens (286 rows per group with the shared expert): 1.01x;
+// 4096 (143): 2.0x, so no.
+inline constexpr double kSwapPairOverSwapPadding = 1.05;
+inline bool swap_pair_pays(GemmOperand op, int64_t rows_per_group) {
+  if (!has_swap_pair_tile(op) || rows_per_group < 1) return false;
+  const double m = static_cast<double>(rows_per_group);
+  return expected_tile_padding(swap_pair_tile_config(op).token_block_rows(), m) <=
+         kSwapPairOverSwapPadding * expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
+}
+// Whether the auto pick may take the pair swap tile where swap_pair_pays: off until the tile is
+// measured on the GPU (see swap_pair_tile_config).
+inline constexpr bool kAutoSwapPair = false;
+
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
 // shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in
 // its epilogue and the swap-AB tile would not (the caller passes false when both would);
@@ -331,11 +384,16 @@ inline constexpr int64_t kSwapPingpongMaxRows = 1024;
 // (expected_tile_padding) is below the 128-row tile's (times kSwapOverFusedPadding when that one
 // fuses), else the 128-row tile. Against the measurements above: 64 rows large (2.0 vs 2.25), 128
 // swap (1.49 vs 1.19), 143 swap, 256 swap (1.24 vs 1.14; measured 0.8-1.6% slower on qwen3 where
-// the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13). A
-// forced choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile.
+// the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13).
+// Where the cooperative swap-AB tile wins, its pair (swap_pair_tile_config) replaces it when
+// kAutoSwapPair and swap_pair_pays on `routed_rows_per_group` (a routed group's expected rows,
+// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group). A forced
+// choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile ("pair" to the swap
+// tile first; a GEMM whose swap tile is the ping-pong one has no pair).
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
                                      GemmTileChoice choice = GemmTileChoice::kAuto,
-                                     bool swap_pingpong = false) {
+                                     bool swap_pingpong = false,
+                                     int64_t routed_rows_per_group = -1) {
   switch (choice) {
     case GemmTileChoice::kLarge:
       return GemmTileKind::kLarge;
@@ -343,6 +401,10 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
       return has_small_m_tile(op) ? GemmTileKind::kSmall : GemmTileKind::kLarge;
     case GemmTileChoice::kSwap:
       return has_swap_ab_tile(op) ? GemmTileKind::kSwap : GemmTileKind::kLarge;
+    case GemmTileChoice::kPair:
+      return has_swap_pair_tile(op) && !swap_pingpong ? GemmTileKind::kSwapPair
+             : has_swap_ab_tile(op)                   ? GemmTileKind::kSwap
+                                                      : GemmTileKind::kLarge;
     case GemmTileChoice::kAuto:
       break;
   }
@@ -354,7 +416,10 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
   const double large = expected_tile_padding(compiled_tile_config(op).token_rows(), m) *
                        (large_fuses ? kSwapOverFusedPadding : 1.0);
   const double swap = expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
-  return swap < large ? GemmTileKind::kSwap : GemmTileKind::kLarge;
+  if (!(swap < large)) return GemmTileKind::kLarge;
+  const int64_t routed = routed_rows_per_group >= 0 ? routed_rows_per_group : rows_per_group;
+  return kAutoSwapPair && !swap_pingpong && swap_pair_pays(op, routed) ? GemmTileKind::kSwapPair
+                                                                       : GemmTileKind::kSwap;
 }
 
 // Whether a tile can run GEMM1's gated activation in its epilogue
@@ -412,8 +477,7 @@ constexpr bool gemm_shape_supported(const GemmDesc& d) {
 // Rows a group of m rows occupies once rounded up to whole tiles (and clusters) along M: the
 // padding the tile wastes. Used by the tests and by benchmarks to explain efficiency.
 constexpr int64_t gemm_padded_rows(const GemmTileConfig& t, int64_t m) {
-  const int64_t block =
-      t.swap_ab ? int64_t{t.tile_n} * t.cluster_n : int64_t{t.tile_m} * t.cluster_m;
+  const int64_t block = t.token_block_rows();
   return (m + block - 1) / block * block;
 }
 

@@ -1,5 +1,5 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
-// between a format's tiles (bf16: three, fp8_block128: two).
+// between a format's tiles (bf16: three or four, fp8_block128: two).
 #include "cuda/grouped_gemm.h"
 #include "servekit/error.h"
 
@@ -11,30 +11,32 @@ namespace servekit::cuda {
 
 namespace {
 
-// SERVEKIT_GEMM_TILE=large|small|swap forces one tile (A/B measurements; a tile the format lacks
-// falls back to the 128-row one); unset, empty or auto: the per-run pick. Any other value is an
-// error, not a silent auto.
+// SERVEKIT_GEMM_TILE=large|small|swap|pair forces one tile (A/B measurements; a tile the format
+// lacks falls back to the 128-row one, pair to the swap tile first); unset, empty or auto: the
+// per-run pick. Any other value is an error, not a silent auto.
 GemmTileChoice tile_choice_from_env() {
   const char* v = std::getenv("SERVEKIT_GEMM_TILE");
   if (v == nullptr) return GemmTileChoice::kAuto;
   const std::optional<GemmTileChoice> c = parse_gemm_tile_choice(v);
-  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v, "' must be auto, large, small or swap");
+  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v,
+                 "' must be auto, large, small, swap or pair");
   return *c;
 }
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
-// A format's instantiations over one shape (the 128-row tile, and the 64-row and swap-AB tiles
-// where the format has them: a null factory means none); each run picks by its expected rows per
-// group (choose_gemm_tile). The runners own separate argument arrays, so alternating between them
-// needs no ordering.
+// A format's instantiations over one shape (the 128-row tile, and the 64-row, swap-AB and pair
+// swap-AB tiles where the format has them: a null factory means none); each run picks by its
+// expected rows per group (choose_gemm_tile). The runners own separate argument arrays, so
+// alternating between them needs no ordering.
 class TileChoosingGemm final : public GroupedGemm {
  public:
   TileChoosingGemm(const GroupedGemmShape& shape, int device, Factory large, Factory small,
-                   Factory swap, GemmTileChoice choice)
+                   Factory swap, Factory pair, GemmTileChoice choice)
       : large_(large(shape, device)),
         small_(small ? small(shape, device) : nullptr),
         swap_(swap ? swap(shape, device) : nullptr),
+        pair_(pair ? pair(shape, device) : nullptr),
         choice_(choice) {}
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
@@ -50,9 +52,13 @@ class TileChoosingGemm final : public GroupedGemm {
   const GroupedGemm& pick(int64_t rows_hint) const {
     const GroupedGemmShape& s = large_->shape();
     const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
-    switch (kind_for(rows / s.num_groups)) {
+    switch (kind_for(rows)) {
       case GemmTileKind::kSmall:
         if (small_) return *small_;
+        break;
+      case GemmTileKind::kSwapPair:
+        if (pair_) return *pair_;
+        if (swap_) return *swap_;
         break;
       case GemmTileKind::kSwap:
         if (swap_) return *swap_;
@@ -64,22 +70,23 @@ class TileChoosingGemm final : public GroupedGemm {
   }
 
   // choose_gemm_tile's padding model costs 2-10 us of host time (it sums over the spread of a
-  // group's rows), and a forward asks 2-3 times with the same rows per group: the last answer is
-  // kept, packed as (rows per group << 2) | kind in one atomic for concurrent forwards.
-  GemmTileKind kind_for(int64_t per_group) const {
+  // group's rows), and a forward asks 2-3 times with the same rows: the last answer is kept,
+  // packed as (rows << 2) | kind in one atomic for concurrent forwards.
+  GemmTileKind kind_for(int64_t rows) const {
     const int64_t last = last_pick_.load(std::memory_order_relaxed);
-    if (last >= 0 && last >> 2 == per_group) return static_cast<GemmTileKind>(last & 3);
+    if (last >= 0 && last >> 2 == rows) return static_cast<GemmTileKind>(last & 3);
     // The 128-row tile's fused epilogue tips the balance only where the swap-AB tile has none.
     const bool large_fuses_alone =
         large_->fuses_activation() && !(swap_ && swap_->fuses_activation());
     const GroupedGemmShape& s = large_->shape();
-    const GemmTileKind kind = choose_gemm_tile(s.operand, per_group, large_fuses_alone, choice_,
-                                               swap_ != nullptr && s.swap_pingpong);
-    last_pick_.store(per_group << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
+    const GemmTileKind kind = choose_gemm_tile(
+        s.operand, rows / s.num_groups, large_fuses_alone, choice_,
+        swap_ != nullptr && s.swap_pingpong, routed_rows_per_group(s.routing, rows, s.num_groups));
+    last_pick_.store(rows << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
     return kind;
   }
 
-  std::unique_ptr<GroupedGemm> large_, small_, swap_;
+  std::unique_ptr<GroupedGemm> large_, small_, swap_, pair_;
   GemmTileChoice choice_;
   mutable std::atomic<int64_t> last_pick_{-1};
 };
@@ -88,6 +95,14 @@ class TileChoosingGemm final : public GroupedGemm {
 
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
   const GemmTileChoice choice = tile_choice_from_env();  // a bad value throws for every format
+  const GemmRoutingHint& r = shape.routing;
+  const bool no_hint = r.top_k == 0 && r.shared_groups == 0 && r.experts == 0;
+  SERVEKIT_CHECK(
+      no_hint || (r.top_k >= 1 && r.experts >= 1 && r.shared_groups >= 0 &&
+                  r.shared_groups < shape.num_groups),
+      "grouped_gemm: routing hint top_k ", r.top_k, ", shared_groups ", r.shared_groups,
+      ", experts ", r.experts, " over ", shape.num_groups,
+      " groups: need all 0, or top_k >= 1, experts >= 1 and 0 <= shared_groups < groups");
   switch (shape.operand) {
     // Shape errors are the same for every tile; the large runner reports them first.
     case GemmOperand::kBF16:
@@ -96,13 +111,13 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
           shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
           make_grouped_gemm_bf16_small_m,
           shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
-          choice);
+          shape.swap_pingpong ? nullptr : make_grouped_gemm_bf16_swap_pair, choice);
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
       return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
                                                 make_grouped_gemm_fp8_block128_small_m, nullptr,
-                                                choice);
+                                                nullptr, choice);
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));
 }

@@ -65,6 +65,11 @@ struct GroupedGemmShape {
   // with fp8_block128, the bf16 formats with bf16) and interleave_rows 128 (or 64 with bf16);
   // create() throws otherwise.
   GemmActFusion act{};
+  // The MoE routing behind the groups (gemm_tile_config.h), for the tile pick only: with it the
+  // pair swap tile is judged on a routed group's rows, without the shared experts' groups.
+  // create() throws unless every field is 0 or top_k >= 1, shared_groups in [0, G) and
+  // experts >= 1.
+  GemmRoutingHint routing{};
 };
 
 struct GroupedGemmOperands {               // all device pointers
@@ -161,18 +166,22 @@ class GroupedGemm {
 
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).
 // create() returns, for bf16 and fp8_block128, a GroupedGemm holding the format's
-// instantiations (128-row and 64-row tiles, and for bf16 the swap-AB tile; gemm_tile_config.h)
-// that picks one per run (choose_gemm_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large, =small
-// or =swap, read at create, forces one of them (for A/B measurements; a tile the format lacks
-// falls back to the 128-row one); unset, empty or auto leaves the per-run pick, and any other
-// value makes create() throw servekit::Error, for every format. The factories below build one
-// instantiation each (the tests use them to cover every tile).
+// instantiations (128-row and 64-row tiles, and for bf16 the swap-AB tile and, where that is the
+// cooperative one, its pair in a 1x2 cluster; gemm_tile_config.h) that picks one per run
+// (choose_gemm_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large, =small, =swap or =pair, read at
+// create, forces one of them (for A/B measurements; a tile the format lacks falls back to the
+// 128-row one, "pair" to the swap tile first); unset, empty or auto leaves the per-run pick, and
+// any other value makes create() throw servekit::Error, for every format. The factories below
+// build one instantiation each (the tests use them to cover every tile).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
                                                             int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp(const GroupedGemmShape& shape,
                                                             int device);
+// The cooperative swap-AB tile in a 1x2 cluster along the tokens (swap_pair_tile_config).
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pair(const GroupedGemmShape& shape,
+                                                              int device);
 // The 128x256 bf16 tile with its fused activation on W13 in 64-row blocks (create() takes it as
 // the large tile when shape.act.interleave_rows == 64).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_w64(const GroupedGemmShape& shape, int device);

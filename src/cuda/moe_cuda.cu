@@ -311,12 +311,18 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   }
 
   if (dynamic_ok_) {
+    // The tile pick judges the pair swap tile on a routed expert's rows (rows_hint counts the
+    // shared experts' groups, which hold every token).
+    cuda::GemmRoutingHint routing;
+    if (num_local_ > 0) routing = {top_k_, num_shared_, cfg.routing.num_experts};
     cuda::GroupedGemmShape s1{operand_, num_groups_, w13_rows_, hidden_, capacity_};
     s1.act = {w13_interleaved_, cfg.activation, act_, w13_interleave_};
     s1.swap_pingpong = gemm1_swap_pp_;
+    s1.routing = routing;
     gemm1_ = cuda::GroupedGemm::create(s1, device_);
     cuda::GroupedGemmShape s2{operand_, num_groups_, hidden_, inter_, capacity_};
     s2.swap_pingpong = gemm2_swap_pp_;
+    s2.routing = routing;
     gemm2_ = cuda::GroupedGemm::create(s2, device_);
   }
 }

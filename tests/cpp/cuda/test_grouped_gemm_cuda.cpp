@@ -289,6 +289,12 @@ TEST(GroupedGemmCuda, BF16SmallM) {
 TEST(GroupedGemmCuda, BF16Swap) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap);
 }
+// The pair swap-AB bf16 tile (the 256x144 tile in a 1x2 cluster along the tokens, the weight tile
+// multicast): the 300-row group spans 3 token tiles, so its second pair's second CTA lies wholly
+// past the group, as does the 17-, 1-, 61- and 64-row groups' second CTA; 145 rows fill one pair.
+TEST(GroupedGemmCuda, BF16SwapPair) {
+  run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pair);
+}
 // The ping-pong swap-AB bf16 tile (128 weight rows x 144 tokens): N = 3712 is 29 weight tiles (an
 // odd count: the 2x1 cluster's last pair has a tile past N).
 TEST(GroupedGemmCuda, BF16SwapPingpong) {
@@ -302,6 +308,7 @@ TEST(GroupedGemmCuda, BGroupStride) {
   for (BLayout layout : {BLayout::kShared, BLayout::kPadded}) {
     SCOPED_TRACE(layout == BLayout::kShared ? "shared" : "padded");
     run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pp, {0}, layout);
+    run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pair, {0}, layout);
     run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16, {0}, layout);
     run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128, {0}, layout);
   }
@@ -512,6 +519,12 @@ TEST(GroupedGemmCuda, BF16SwapFusedActivation) {
   run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16, make_grouped_gemm_bf16_swap, 1408,
                             2880);
 }
+// The pair swap-AB tile with the bf16 intermediate: as above, with token tiles wholly past a
+// group in every group of one or three token tiles (the activation's stores must clip them).
+TEST(GroupedGemmCuda, BF16SwapPairFusedActivation) {
+  run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16, make_grouped_gemm_bf16_swap_pair,
+                            1408, 2880);
+}
 // The ping-pong swap-AB tile (128 weight rows x 144 tokens) on its 64-row interleave: 22 weight
 // tiles of 128 rows, I = 1408 = 22 x 64.
 TEST(GroupedGemmCuda, BF16SwapPingpongFusedActivation) {
@@ -584,6 +597,38 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
   }
   const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "auto");
   EXPECT_NO_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0));
+}
+
+// SERVEKIT_GEMM_TILE=pair forces bf16's pair swap tile, or the ping-pong swap tile where that is
+// the GEMM's swap tile (it has no pair), or fp8_block128's 128-row tile. The routing hint (tile
+// pick only) is checked at create; with it, the auto pick judges the pair on a routed group's rows:
+// 4 routed experts and 1 shared, top-8, 128 tokens: 1152 rows, 256 per routed group.
+TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
+  SERVEKIT_REQUIRE_GPU();
+  {
+    const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "pair");
+    const GemmConfig pair =
+        GroupedGemm::create({GemmOperand::kBF16, 5, 3712, 2880, 318}, 0)->config();
+    EXPECT_TRUE(pair.tile == swap_pair_tile_config(GemmOperand::kBF16));
+    GroupedGemmShape pp{GemmOperand::kBF16, 5, 3712, 2880, 318};
+    pp.swap_pingpong = true;
+    EXPECT_TRUE(GroupedGemm::create(pp, 0)->config().tile ==
+                swap_pp_tile_config(GemmOperand::kBF16));
+    EXPECT_TRUE(
+        GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0)->config().tile ==
+        compiled_tile_config(GemmOperand::kFP8Block128));
+  }
+  GroupedGemmShape shape{GemmOperand::kBF16, 5, 3712, 2880, 1152};
+  for (GemmRoutingHint bad : {GemmRoutingHint{8, 0, 0}, GemmRoutingHint{0, 1, 4},
+                              GemmRoutingHint{8, 5, 4}, GemmRoutingHint{8, -1, 4}}) {
+    shape.routing = bad;
+    EXPECT_THROW(GroupedGemm::create(shape, 0), Error)
+        << bad.top_k << " " << bad.shared_groups << " " << bad.experts;
+  }
+  shape.routing = {8, 1, 4};
+  auto gemm = GroupedGemm::create(shape, 0);
+  EXPECT_TRUE(gemm->config(1152).tile == (kAutoSwapPair ? swap_pair_tile_config(GemmOperand::kBF16)
+                                                        : swap_ab_tile_config(GemmOperand::kBF16)));
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "core/random_data.h"
@@ -549,18 +550,22 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
     }
 }
 
-// bf16's swap-AB tile (SERVEKIT_GEMM_TILE=swap, read at construction) under every token count,
-// so groups of 0 to ~400 rows, one to three 144-token tiles: bf16 and int4_w4a16 (bf16 GEMMs on
+// bf16's swap-AB tiles (SERVEKIT_GEMM_TILE=swap or pair, read at construction) under every token
+// count, so groups of 0 to ~400 rows, one to three 144-token tiles (the pair tile: one or two
+// pairs, the second CTA of a pair often past the group): bf16 and int4_w4a16 (bf16 GEMMs on
 // dequantized weights), SwiGLU-OAI with biases, two shared experts, against the reference.
 TEST(MoECuda, SwapTileMatchesReference) {
   SERVEKIT_REQUIRE_GPU();
-  const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "swap");
-  // Both swap-AB tiles for both GEMMs (SERVEKIT_GEMM_SWAP, read at construction): the ping-pong
-  // one fuses the activation on W13 in 64-row blocks, the cooperative one on 128-row blocks.
-  for (const char* swap : {"cooperative", "pingpong"})
+  // Every swap-AB tile for both GEMMs (SERVEKIT_GEMM_SWAP, read at construction): the ping-pong
+  // one fuses the activation on W13 in 64-row blocks, the cooperative one and its pair on 128-row
+  // blocks.
+  const std::pair<const char*, const char*> tiles[] = {
+      {"cooperative", "swap"}, {"pingpong", "swap"}, {"cooperative", "pair"}};
+  for (const auto& [swap, tile_choice] : tiles)
     for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
+      const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", tile_choice);
       const testing::ScopedEnv which("SERVEKIT_GEMM_SWAP", swap);
-      SCOPED_TRACE(swap);
+      SCOPED_TRACE(std::string(swap) + " " + tile_choice);
       Case c;
       c.quant = q;
       c.activation = Activation::kSwiGLUOAI;

@@ -183,6 +183,7 @@ TEST(GemmTileConfig, ParsesTheTileEnvironmentValue) {
   EXPECT_EQ(parse_gemm_tile_choice("large"), GemmTileChoice::kLarge);
   EXPECT_EQ(parse_gemm_tile_choice("small"), GemmTileChoice::kSmall);
   EXPECT_EQ(parse_gemm_tile_choice("swap"), GemmTileChoice::kSwap);
+  EXPECT_EQ(parse_gemm_tile_choice("pair"), GemmTileChoice::kPair);
   EXPECT_FALSE(parse_gemm_tile_choice("Swap").has_value());
   EXPECT_FALSE(parse_gemm_tile_choice("Small").has_value());
   EXPECT_FALSE(parse_gemm_tile_choice("small128").has_value());
@@ -308,6 +309,68 @@ TEST(GemmTileConfig, SwapPingpongTile) {
   EXPECT_TRUE(has_swap_pp_tile(GemmOperand::kBF16));
   EXPECT_FALSE(has_swap_pp_tile(GemmOperand::kFP8Block128));
   EXPECT_FALSE(has_swap_pp_tile(GemmOperand::kFP8PerTensor));
+}
+
+// bf16's pair swap-AB tile: the cooperative 256x144 swap tile in a cluster of two along the
+// tokens, so a group pads to whole pairs of token tiles (288 rows); it fuses like the swap tile.
+TEST(GemmTileConfig, SwapPairTile) {
+  const GemmOperand b = GemmOperand::kBF16;
+  const GemmTileConfig t = swap_pair_tile_config(b), swap = swap_ab_tile_config(b);
+  EXPECT_TRUE(t.swap_ab);
+  EXPECT_EQ(t.schedule, GemmSchedule::kCooperative);
+  EXPECT_EQ(t.tile_m, swap.tile_m);
+  EXPECT_EQ(t.tile_n, swap.tile_n);
+  EXPECT_EQ(t.tile_k, swap.tile_k);
+  EXPECT_EQ(t.cluster_n, 2);
+  EXPECT_EQ(t.token_rows(), 144);
+  EXPECT_EQ(t.token_block_rows(), 288);
+  EXPECT_EQ(swap.token_block_rows(), 144);  // its cluster lies along the weights
+  EXPECT_EQ(compiled_tile_config(b).token_block_rows(), 128);
+  EXPECT_EQ(gemm_padded_rows(t, 1), 288);
+  EXPECT_EQ(gemm_padded_rows(t, 288), 288);
+  EXPECT_EQ(gemm_padded_rows(t, 289), 576);
+  EXPECT_EQ(gemm_padded_rows(swap, 289), 432);
+  EXPECT_TRUE(gemm_tile_fuses_activation(b, t));
+  EXPECT_TRUE(has_swap_pair_tile(b));
+  EXPECT_FALSE(has_swap_pair_tile(GemmOperand::kFP8Block128));
+  EXPECT_FALSE(has_swap_pair_tile(GemmOperand::kFP8PerTensor));
+}
+
+// Where the pair pays (a routed group's rows, tokens x top-k / experts): from about two token
+// tiles up, not at one. deepseek-v3 (top-8 of 256, one shared): 8192 tokens 256 rows, 4096 128;
+// qwen3-235b (top-8 of 128) 2048 tokens 128, 4096 256; gpt-oss-120b (top-4 of 128) 8192 256.
+TEST(GemmTileConfig, SwapPairChoice) {
+  const GemmOperand b = GemmOperand::kBF16;
+  EXPECT_TRUE(swap_pair_pays(b, 256));
+  EXPECT_TRUE(swap_pair_pays(b, 200));
+  EXPECT_TRUE(swap_pair_pays(b, 512));
+  EXPECT_FALSE(swap_pair_pays(b, 128));
+  EXPECT_FALSE(swap_pair_pays(b, 143));
+  EXPECT_FALSE(swap_pair_pays(b, 0));
+  EXPECT_FALSE(swap_pair_pays(GemmOperand::kFP8Block128, 256));
+  // The routed rows: deepseek-v3 at 8192 tokens, 257 groups (256 experts and the shared one), and
+  // on an expert-parallel rank of 32 experts; without a hint, rows / groups.
+  const GemmRoutingHint ds{8, 1, 256};
+  EXPECT_EQ(routed_rows_per_group(ds, 8192 * 9, 257), 256);
+  EXPECT_EQ(routed_rows_per_group(ds, 8192 * 9, 33), 256);
+  EXPECT_EQ(routed_rows_per_group({}, 8192 * 9, 257), 8192 * 9 / 257);
+  EXPECT_EQ(routed_rows_per_group({}, 10, 0), 0);
+  // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile,
+  // and its pair when the auto pick may take it; a ping-pong swap GEMM never does; forcing "pair".
+  using K = GemmTileKind;
+  const K swap_or_pair = kAutoSwapPair ? K::kSwapPair : K::kSwap;
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256), swap_or_pair);
+  EXPECT_EQ(choose_gemm_tile(b, 143, true, GemmTileChoice::kAuto, false, 128), K::kSwap);
+  // Without the routed rows the shared group's 8192 rows, averaged in, make the groups look
+  // like 286 +- 17 rows, half of them spilling into a second pair: no pair.
+  EXPECT_FALSE(swap_pair_pays(b, 286));
+  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 256, true, GemmTileChoice::kAuto, true, 256), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
+  EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair, true), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 256, true, GemmTileChoice::kPair),
+            K::kLarge);
+  EXPECT_FALSE(use_small_m_tile(b, 4, GemmTileChoice::kPair));
 }
 
 // Which GEMMs take it (N x K of an expert's matrix, gemm1 = (2I, H), gemm2 = (H, I)): both of

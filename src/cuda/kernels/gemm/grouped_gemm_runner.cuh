@@ -380,17 +380,21 @@ std::unique_ptr<GroupedGemm> make_runner(const GroupedGemmShape& shape, int devi
 }
 
 // The runner of format Op's compiled tile (kind kLarge), its 64-row tile (kSmall,
-// small_m_tile_config) or its swap-AB tile (kSwap, swap_ab_tile_config); each
-// grouped_gemm_<format>[_small_m|_swap].cu instantiates one.
+// small_m_tile_config), its swap-AB tile (kSwap, swap_ab_tile_config) or that tile's pair
+// (kSwapPair, swap_pair_tile_config); each grouped_gemm_<format>[_small_m|_swap|_swap_pair].cu
+// instantiates one.
 template <GemmOperand Op, GemmTileKind kKind>
 std::unique_ptr<GroupedGemm> make_tile_runner(const GroupedGemmShape& shape, int device) {
-  constexpr GemmTileConfig t = kKind == GemmTileKind::kSmall  ? small_m_tile_config(Op)
-                               : kKind == GemmTileKind::kSwap ? swap_ab_tile_config(Op)
-                                                              : compiled_tile_config(Op);
+  constexpr GemmTileConfig t = kKind == GemmTileKind::kSmall      ? small_m_tile_config(Op)
+                               : kKind == GemmTileKind::kSwap     ? swap_ab_tile_config(Op)
+                               : kKind == GemmTileKind::kSwapPair ? swap_pair_tile_config(Op)
+                                                                  : compiled_tile_config(Op);
   static_assert(kKind != GemmTileKind::kSmall || has_small_m_tile(Op),
                 "this format has no 64-row tile");
   static_assert(kKind != GemmTileKind::kSwap || has_swap_ab_tile(Op),
                 "this format has no swap-AB tile");
+  static_assert(kKind != GemmTileKind::kSwapPair || has_swap_pair_tile(Op),
+                "this format has no pair swap-AB tile");
   return make_runner<Sm90GroupedGemm<Op, t.tile_m, t.tile_n, t.tile_k, t.cluster_m, t.cluster_n,
                                      t.schedule, t.swap_ab>>(shape, device);
 }
