@@ -54,9 +54,9 @@ struct GroupedGemmShape {
   int num_groups = 0;  // G
   int64_t n = 0, k = 0;
   // Largest off[G] the caller will pass, and a bound on A: A must hold capacity_rows rows (bf16's
-  // ping-pong swap-AB tile describes A as [capacity_rows, K] once and reads rows past a group's
-  // end, up to capacity_rows, into outputs it does not store; sm90_flat_tma_mainloop.cuh). Also the
-  // tuning hint when a run gives no rows_hint.
+  // swap-AB tiles describe A as [capacity_rows, K] once and read rows past a group's end, up to
+  // capacity_rows, into outputs they do not store; sm90_flat_tma_mainloop.cuh). Also the tuning
+  // hint when a run gives no rows_hint.
   int64_t capacity_rows = 0;
   // bf16: create() builds the ping-pong swap-AB tile (swap_pp_tile_config) instead of the
   // cooperative one as the per-run swap choice (use_swap_pingpong picks it for a shape).
