@@ -14,8 +14,9 @@
 #   3. dynamic bf16 uniform, --peer off, same lease: deepseek-v3 8192 auto / pair / c22 pair;
 #      qwen3-235b 4096 and gpt-oss-120b 8192 (256 routed rows per expert) auto / pair; qwen3-30b
 #      8192 (512 rows, ping-pong swap tile) main / c22; deepseek-v3 8192 auto / pair again
-#   4. main: every other GroupedGemmCuda test and the MoECuda layer tests, then compute-sanitizer
-#      memcheck of the pair tile's GEMM tests
+#   4. ncu of the pair's two GEMMs at deepseek-v3 8192 (DRAM bytes against the weights')
+#   5. main: every other GroupedGemmCuda test and the MoECuda layer tests, then compute-sanitizer
+#      memcheck of the pair tile's GEMM tests, with what is left
 # Prediction: deepseek-v3 8192 GEMM1 DRAM bytes halve; the layer -20 to -30% (H100: 15.5 ms ->
 # ~11-12); qwen3-235b 4096 and gpt-oss 8192 -5 to -15%; qwen3-30b 8192 with the 2x2 ping-pong
 # tile -5 to -10% (L2 bytes per MAC -32%, its GEMMs at 88-91% of L2 throughput).
@@ -63,6 +64,11 @@ for round in 1 2; do
   BIN=$C22 bench_row "q30-$round-c22" -- --preset qwen3-30b-a3b $D --tokens 8192
 done
 ds_round 2
+# ncu of the pair's two GEMMs (session 41 measured the 2x1 swap tile's: ab/2026-12-06-s41-ncu-ds)
+SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
+SECTIONS+=" --section WarpStateStats --section LaunchStats --section Occupancy"
+profile_row ds-pair "--preset deepseek-v3 --quant bf16 --path dynamic --tokens 8192" \
+  "--page details --kernel-name regex:device_kernel --launch-count 2 $SECTIONS" SERVEKIT_GEMM_TILE=pair
 t=$(($(left) - 40)); ((t > 150)) && t=150
 ((t > 30)) && gtest_run rest "$B" 'GroupedGemmCuda.*:MoECuda.*:-GroupedGemmCuda.BF16SwapPair*' $t
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
