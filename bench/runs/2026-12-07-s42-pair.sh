@@ -38,6 +38,10 @@ env JOBS=10 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=O
   >"$W/build.log" 2>&1 || { say "main build failed: $(tail -n 20 "$W/build.log")"; exit 1; }
 say "main built"
 gtest_run pair "$B" 'GroupedGemmCuda.BF16SwapPair*:GroupedGemmCuda.PairTileChoiceAndRoutingHint' 60
+# SMs a cluster shape can use (2x2 clusters must fit whole in a GPC)
+nvcc -O3 -arch=sm_90a -o "$W/cluster_occupancy" bench/tools/cluster_occupancy.cu >"$W/occ.log" 2>&1 &&
+  "$W/cluster_occupancy" >>"$W/occ.log" 2>&1
+cat "$W/occ.log" >>"$W/$WORK_NAME.txt"
 wait
 say "c22 build rc=$(cat "$W/build-c22.rc")"
 C22=/tmp/c22-tree/build-c22/servekit
