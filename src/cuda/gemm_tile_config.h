@@ -192,8 +192,9 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // The fifth instantiation of bf16: the cooperative swap-AB tile (256 weight rows x 144 tokens) in a
 // 1x2 cluster along the tokens, for groups of two or more token tiles: the weight tile is
 // multicast to two token tiles, so each weight byte leaves HBM once per pair. With the 2x1 cluster
-// an expert's token tiles read each weight tile at different times, and at 256 rows per expert the
-// two reads are ~100 us apart, longer than the L2 keeps it. Measured (session 41, ncu on an H100,
+// an expert's token tiles read each weight tile on CTAs that drift apart by up to a tile's time
+// (~130 us at deepseek-v3's K = 7168), far longer than the L2 keeps a line while the weights
+// stream through it (50 MB at ~3 TB/s: ~10-20 us). Measured (session 41, ncu on an H100,
 // ab/2026-12-06-s41-ncu-ds, deepseek-v3 bf16 8192 tokens, 2x1 swap tile): GEMM1 11.05 ms at 84% of
 // DRAM peak (~31 GB read against 15 GB of weights), L2 hit rate 28%; GEMM2 4.93 ms at 81%. Groups
 // pad to whole pairs (288 tokens), so it only pays where a group holds two or more token tiles
@@ -247,7 +248,9 @@ constexpr bool has_swap_pair_tile(GemmOperand op) {
 // tile multicast to both (with the default 2 along M, a 2x2 cluster: L2 bytes per MAC
 // (64 + 72) x 2 / 18432 = 0.0148 against (128 + 72) x 2 / 18432 = 0.0217 now, -32%); groups pad to
 // whole pairs of token tiles, which costs nothing where they hold 4 (qwen3-30b at 8192 tokens,
-// 512 rows) and doubles the work where they hold 1 (128 rows, 2048 tokens).
+// 512 rows) and doubles the work where they hold 1 (128 rows, 2048 tokens). Clusters of four must
+// fit whole in a GPC, which may leave SMs idle (bench/tools/cluster_occupancy.cu counts them); the
+// 4x1 cluster above was measured slower.
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_N
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_N 1
 #endif
@@ -362,8 +365,9 @@ inline constexpr int64_t kSwapPingpongMaxRows = 1024;
 // Whether the pair swap tile (swap_pair_tile_config) suits groups of `rows_per_group` expected
 // rows: its padding to whole pairs of token tiles is at most kSwapPairOverSwapPadding times the
 // 2x1 swap tile's (single token tiles, expected_tile_padding), i.e. the groups mostly hold two or
-// more token tiles. deepseek-v3 at 8192 tokens (286 rows per group with the shared expert): 1.01x;
-// 4096 (143): 2.0x, so no.
+// more token tiles. Ratios: 256 routed rows per expert (deepseek-v3 at 8192 tokens, qwen3-235b at
+// 4096, gpt-oss-120b at 8192) 1.01, 200 1.00, 512 1.00, so the pair; 128 (those at half the
+// tokens) 1.87, 143 1.38, 150 1.20, so not.
 inline constexpr double kSwapPairOverSwapPadding = 1.05;
 inline bool swap_pair_pays(GemmOperand op, int64_t rows_per_group) {
   if (!has_swap_pair_tile(op) || rows_per_group < 1) return false;

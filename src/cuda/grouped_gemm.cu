@@ -111,7 +111,11 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
           shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
           make_grouped_gemm_bf16_small_m,
           shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
-          shape.swap_pingpong ? nullptr : make_grouped_gemm_bf16_swap_pair, choice);
+          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none).
+          !shape.swap_pingpong && (kAutoSwapPair || choice == GemmTileChoice::kPair)
+              ? make_grouped_gemm_bf16_swap_pair
+              : nullptr,
+          choice);
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
