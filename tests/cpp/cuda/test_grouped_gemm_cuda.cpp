@@ -602,7 +602,8 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
 // SERVEKIT_GEMM_TILE=pair forces bf16's pair swap tile, or the ping-pong swap tile where that is
 // the GEMM's swap tile (it has no pair), or fp8_block128's 128-row tile. The routing hint (tile
 // pick only) is checked at create; with it, the auto pick judges the pair on a routed group's rows:
-// 4 routed experts and 1 shared, top-8, 128 tokens: 1152 rows, 256 per routed group.
+// 4 routed experts and 1 shared, top-3, 337 tokens: 1348 rows, 269 per group (the cooperative swap
+// tile's range, where the pair would not pay) but 252 per routed group (where it does).
 TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   SERVEKIT_REQUIRE_GPU();
   {
@@ -618,16 +619,19 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
         GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0)->config().tile ==
         compiled_tile_config(GemmOperand::kFP8Block128));
   }
-  GroupedGemmShape shape{GemmOperand::kBF16, 5, 3712, 2880, 1152};
+  GroupedGemmShape shape{GemmOperand::kBF16, 5, 3712, 2880, 1348};
   for (GemmRoutingHint bad : {GemmRoutingHint{8, 0, 0}, GemmRoutingHint{0, 1, 4},
                               GemmRoutingHint{8, 5, 4}, GemmRoutingHint{8, -1, 4}}) {
     shape.routing = bad;
     EXPECT_THROW(GroupedGemm::create(shape, 0), Error)
         << bad.top_k << " " << bad.shared_groups << " " << bad.experts;
   }
-  shape.routing = {8, 1, 4};
+  shape.routing = {3, 1, 4};
+  ASSERT_EQ(routed_rows_per_group(shape.routing, 1348, 5), 252);
+  ASSERT_TRUE(swap_pair_pays(GemmOperand::kBF16, 252));
+  ASSERT_FALSE(swap_pair_pays(GemmOperand::kBF16, 1348 / 5));
   auto gemm = GroupedGemm::create(shape, 0);
-  EXPECT_TRUE(gemm->config(1152).tile == (kAutoSwapPair ? swap_pair_tile_config(GemmOperand::kBF16)
+  EXPECT_TRUE(gemm->config(1348).tile == (kAutoSwapPair ? swap_pair_tile_config(GemmOperand::kBF16)
                                                         : swap_ab_tile_config(GemmOperand::kBF16)));
 }
 

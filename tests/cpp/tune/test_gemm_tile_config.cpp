@@ -366,6 +366,11 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_FALSE(swap_pair_pays(b, 286));
   EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 256, true, GemmTileChoice::kAuto, true, 256), K::kSwap);
+  // GroupedGemmCuda.PairTileChoiceAndRoutingHint's case (5 groups, 4 routed and 1 shared, top-3,
+  // 1348 rows): 269 per group, 252 per routed group.
+  EXPECT_EQ(routed_rows_per_group({3, 1, 4}, 1348, 5), 252);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252), swap_or_pair);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair, true), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 256, true, GemmTileChoice::kPair),
