@@ -339,6 +339,7 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
                                               cfg.experts.local_num_experts);
   row.floor = moe_floor(cfg, T, row.touched_experts, g.preset->has_bias, Ceilings{});
   row.flop = executed_flop(cfg, T);
+  row.kernels = layer.kernels(T);
 
   Graph graph;
   row.timing = timing_name(capture(graph, s, [&](cudaStream_t st) { layer.forward(in, out, st); }));

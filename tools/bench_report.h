@@ -33,6 +33,7 @@ struct BenchRow {
   double rel_l2 = kNaN, tolerance = kNaN;
   std::string check;  // how rel_l2 was measured
   bool deterministic = true;
+  std::string kernels;  // MoELayer::kernels: the path and, on the dynamic path, the GEMM tiles
   std::string peer = "none", peer_note;
   std::string peer_timing;  // as `timing`, for the peer
   double peer_us = kNaN, peer_rel_l2 = kNaN, peer_tolerance = kNaN;
@@ -88,6 +89,7 @@ inline void write_row(JsonWriter& w, const BenchRow& r) {
   w.key("tolerance").value(r.tolerance);
   w.key("check").value(r.check);
   w.key("deterministic").value(r.deterministic);
+  if (!r.kernels.empty()) w.key("kernels").value(r.kernels);
   w.end_object();
 }
 

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "servekit/quant.h"
@@ -159,6 +160,16 @@ class MoELayer {
   // SERVEKIT_MOE_CUTOVER_ROWS as set when the layer is built): then every call runs the static
   // path and only its layout is kept.
   size_t device_weight_bytes() const;
+
+  // What a forward of `tokens` tokens runs, for logs and benchmark records; never changes
+  // results. "cpu"; "static"; or on the dynamic path each grouped GEMM's tile (M x N x K in the
+  // kernel's terms, swap-AB when M is the weights, schedule, cluster) and whether GEMM1 runs the
+  // activation in its epilogue, e.g. "dynamic: gemm1 256x144x64 swap-AB cooperative cluster 2x1
+  // + activation; gemm2 256x144x64 swap-AB cooperative cluster 2x1". It follows the same picks
+  // as forward (exec.path, the cutover, the tile choice and its SERVEKIT_GEMM_TILE /
+  // SERVEKIT_GEMM_SWAP overrides as read at construction). Throws servekit::Error unless
+  // 1 <= tokens <= exec.max_num_tokens.
+  std::string kernels(int64_t tokens) const;
 
  private:
   struct Impl;

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace servekit::cuda {
@@ -476,6 +477,15 @@ constexpr int64_t gemm_n_multiple(GemmOperand) {
 constexpr bool gemm_shape_supported(const GemmDesc& d) {
   return d.n > 0 && d.k > 0 && d.num_groups > 0 && d.k % gemm_k_multiple(d.operand) == 0 &&
          d.n % gemm_n_multiple(d.operand) == 0;
+}
+
+// A tile as the layer's kernel description prints it (MoELayer::kernels): "256x144x64 swap-AB
+// cooperative cluster 2x1" (M x N x K in the kernel's terms; swap-AB: M is the weights).
+inline std::string gemm_tile_name(const GemmTileConfig& t) {
+  return std::to_string(t.tile_m) + "x" + std::to_string(t.tile_n) + "x" +
+         std::to_string(t.tile_k) + (t.swap_ab ? " swap-AB" : "") +
+         (t.schedule == GemmSchedule::kPingpong ? " ping-pong" : " cooperative") + " cluster " +
+         std::to_string(t.cluster_m) + "x" + std::to_string(t.cluster_n);
 }
 
 // Rows a group of m rows occupies once rounded up to whole tiles (and clusters) along M: the

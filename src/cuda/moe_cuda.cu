@@ -108,8 +108,12 @@ class CudaMoEBackend final : public MoEBackend {
   void load_expert(int index, std::shared_ptr<const PreparedExpert> expert) override;
   void forward(const MoEInputs& in, TensorView out, void* stream) override;
   size_t device_weight_bytes() const override;
+  std::string kernels(int64_t tokens) const override;
 
  private:
+  // Whether GEMM1 runs the activation in its epilogue for a call of rows_bound rows (its tile
+  // has the fused epilogue for W13's layout, and a swap-AB tile only where the format allows).
+  bool gemm1_fuses(int64_t rows_bound) const;
   // Whether this call runs the static path (exec.path, else the tuned cutover).
   bool use_static(int64_t tokens) const;
   // Whether the cutover table (src/tune/moe_path.h) puts `tokens` on the static path.
@@ -408,6 +412,19 @@ void CudaMoEBackend::load_static(int index, const PreparedExpert& e) {
                                  sizeof(ptrs), cudaMemcpyHostToDevice));
 }
 
+bool CudaMoEBackend::gemm1_fuses(int64_t rows_bound) const {
+  return w13_interleaved_ && gemm1_->fuses_activation(rows_bound) &&
+         (swap_fused_act_ || !gemm1_->config(rows_bound).tile.swap_ab);
+}
+
+std::string CudaMoEBackend::kernels(int64_t tokens) const {
+  if (use_static(tokens)) return "static";
+  const int64_t rows_bound = cuda::plan_capacity_rows(tokens, top_k_, num_shared_);
+  return "dynamic: gemm1 " + cuda::gemm_tile_name(gemm1_->config(rows_bound).tile) +
+         (gemm1_fuses(rows_bound) ? " + activation" : "") + "; gemm2 " +
+         cuda::gemm_tile_name(gemm2_->config(rows_bound).tile);
+}
+
 bool CudaMoEBackend::use_static(int64_t tokens) const {
   if (!static_ok_) return false;
   if (!dynamic_ok_) {  // exec.path static, or auto within the cutover at every capacity
@@ -501,8 +518,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
   // The activation in GEMM1's epilogue where this run's tile has it (GEMM1 then writes A2
   // instead of H1, and stop 3 includes the activation).
-  const bool fused = w13_interleaved_ && gemm1_->fuses_activation(rows_bound) &&
-                     (swap_fused_act_ || !gemm1_->config(rows_bound).tile.swap_ab);
+  const bool fused = gemm1_fuses(rows_bound);
   if (fused) {
     g1.act_out = a2_.get();
     g1.act_out_scale = sfa2_.get<float>();

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "servekit/moe.h"
 
@@ -20,6 +21,8 @@ class MoEBackend {
   virtual void forward(const MoEInputs& in, TensorView out, void* stream) = 0;
   // MoELayer::device_weight_bytes.
   virtual size_t device_weight_bytes() const { return 0; }
+  // MoELayer::kernels; tokens already validated.
+  virtual std::string kernels(int64_t /*tokens*/) const { return "cpu"; }
 };
 
 // cfg must come from validate_moe_config.

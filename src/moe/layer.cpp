@@ -301,6 +301,13 @@ size_t MoELayer::device_weight_bytes() const {
   return impl_->backend->device_weight_bytes();
 }
 
+std::string MoELayer::kernels(int64_t tokens) const {
+  const int64_t max_tokens = impl_->cfg.exec.max_num_tokens;
+  SERVEKIT_CHECK(tokens >= 1 && tokens <= max_tokens, "moe.kernels: tokens=", tokens,
+                 " must be in [1, exec.max_num_tokens=", max_tokens, "]");
+  return impl_->backend->kernels(tokens);
+}
+
 void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
   const MoEConfig& cfg = impl_->cfg;
   const std::string where = "moe.forward";

@@ -574,6 +574,15 @@ TEST(MoECuda, SwapTileMatchesReference) {
       c.max_tokens = 1000;
       MoELayer layer(make_config(c));
       load_experts(layer, c);
+      // The forced tile is what runs (MoELayer::kernels follows forward's picks): both GEMMs on
+      // the swap tile asked for, GEMM1 with the activation fused.
+      constexpr cuda::GemmOperand kBF16 = cuda::GemmOperand::kBF16;
+      const std::string swap_tile = cuda::gemm_tile_name(
+          std::string(tile_choice) == "pair" ? cuda::swap_pair_tile_config(kBF16)
+          : std::string(swap) == "pingpong"  ? cuda::swap_pp_tile_config(kBF16)
+                                             : cuda::swap_ab_tile_config(kBF16));
+      EXPECT_EQ(layer.kernels(1000),
+                "dynamic: gemm1 " + swap_tile + " + activation; gemm2 " + swap_tile);
       cudaStream_t stream = nullptr;
       ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
       for (int64_t t : {1, 33, 384, 1000}) {

@@ -73,6 +73,19 @@ TEST(MoELayer, CpuLayerHoldsNoDeviceWeights) {
   EXPECT_EQ(layer.device_weight_bytes(), 0u);
 }
 
+// MoELayer::kernels names what a forward runs: "cpu" on the CPU backend; tokens outside
+// [1, max_num_tokens] are an error, as for forward. (The CUDA backend's descriptions are checked
+// by MoECuda.SwapTileMatchesReference.)
+TEST(MoELayer, KernelsNamesWhatAForwardRuns) {
+  LayerCase c;
+  MoELayer layer(make_config(c));
+  const int64_t max_tokens = layer.config().exec.max_num_tokens;
+  EXPECT_EQ(layer.kernels(1), "cpu");
+  EXPECT_EQ(layer.kernels(max_tokens), "cpu");
+  EXPECT_THROW(layer.kernels(0), Error);
+  EXPECT_THROW(layer.kernels(max_tokens + 1), Error);
+}
+
 TEST(MoELayer, Int4GroupSizes) {
   for (int group : {32, 64, 128}) {
     LayerCase c;

@@ -205,6 +205,12 @@ TEST(BenchReport, ResultFileHasTheShapeOfBenchMd) {
   q.quant = "int4_w4a16";
   q.group_size = 32;
   EXPECT_NE(results_json(info, {q}).find(",\"group_size\":32"), std::string::npos);
+  // What the layer ran (MoELayer::kernels), when the row has it, after the check fields.
+  EXPECT_EQ(j.find("\"kernels\""), std::string::npos);
+  q.kernels = "dynamic: gemm1 256x144x64 swap-AB cooperative cluster 1x2";
+  EXPECT_NE(results_json(info, {q}).find(
+                ",\"kernels\":\"dynamic: gemm1 256x144x64 swap-AB cooperative cluster 1x2\"}"),
+            std::string::npos);
 }
 
 TEST(BenchReport, TableLineShowsDashesForMissingNumbers) {

@@ -336,6 +336,19 @@ TEST(GemmTileConfig, SwapPairTile) {
   EXPECT_FALSE(has_swap_pair_tile(GemmOperand::kFP8PerTensor));
 }
 
+// The tile's name in MoELayer::kernels.
+TEST(GemmTileConfig, TileName) {
+  EXPECT_EQ(gemm_tile_name(swap_ab_tile_config(GemmOperand::kBF16)),
+            "256x144x64 swap-AB cooperative cluster 2x1");
+  EXPECT_EQ(gemm_tile_name(swap_pair_tile_config(GemmOperand::kBF16)),
+            "256x144x64 swap-AB cooperative cluster " +
+                std::to_string(swap_pair_tile_config(GemmOperand::kBF16).cluster_m) + "x2");
+  EXPECT_EQ(gemm_tile_name(small_m_tile_config(GemmOperand::kBF16)),
+            "64x128x64 ping-pong cluster 1x2");
+  EXPECT_EQ(gemm_tile_name(compiled_tile_config(GemmOperand::kFP8Block128)),
+            "128x256x128 cooperative cluster 1x2");
+}
+
 // Where the pair pays (a routed group's rows, tokens x top-k / experts): from about two token
 // tiles up, not at one. deepseek-v3 (top-8 of 256, one shared): 8192 tokens 256 rows, 4096 128;
 // qwen3-235b (top-8 of 128) 2048 tokens 128, 4096 256; gpt-oss-120b (top-4 of 128) 8192 256.
