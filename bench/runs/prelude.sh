@@ -17,7 +17,7 @@ build_dev() {
 # $B/servekit) with the given environment (e.g. SERVEKIT_STATIC_ROW_COST=5), --peer off, into
 # $W/TAG.json and $W/TAG.log, time-boxed to 60 s and to left() (skipped with a line when under
 # 35 s are left). Needs W, left and say (echoes to a summary) from the calling script; says the
-# rows' tokens:us. Scripts of session 13 on.
+# rows' tokens:us, and (from session 41 on) the first row's kernels. Scripts of session 13 on.
 bench_row() {
   local tag=$1 envs=()
   shift
@@ -31,7 +31,8 @@ bench_row() {
   ((t > 60)) && t=60
   env "${envs[@]}" timeout $t "${BIN:-$B/servekit}" bench moe "$@" --peer off --check-tokens 1 \
     --commit "${SERVEKIT_COMMIT:-unknown}" --out "$W/$tag.json" >"$W/$tag.log" 2>&1
-  say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi|gpt|mixtral)' "$W/$tag.log" | awk '{print $3 ":" $6}' | tr '\n' ' ')"
+  say "$tag rc=$? $(grep -E '^(deepseek|qwen|kimi|gpt|mixtral)' "$W/$tag.log" | awk '{print $3 ":" $6}' | tr '\n' ' ')$(
+    grep -o '"kernels":"[^"]*"' "$W/$tag.json" 2>/dev/null | head -n 1 | sed 's/^"kernels":/ /')"
 }
 # work_dir NAME: a fresh work folder W; when the script exits, W ends up in OUT/NAME.tgz and
 # W/NAME.txt (what say wrote) in OUT/NAME.txt. left: seconds to START + BUDGET_S. Scripts of
