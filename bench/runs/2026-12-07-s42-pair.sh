@@ -69,16 +69,9 @@ for round in 1 2; do
 done
 ds_round 2
 # ncu of the pair's two GEMMs (session 41 measured the 2x1 swap tile's: ab/2026-12-06-s41-ncu-ds)
-SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section ComputeWorkloadAnalysis"
-SECTIONS+=" --section WarpStateStats --section LaunchStats --section Occupancy"
 profile_row ds-pair "--preset deepseek-v3 --quant bf16 --path dynamic --tokens 8192" \
-  "--page details --kernel-name regex:device_kernel --launch-count 2 $SECTIONS" SERVEKIT_GEMM_TILE=pair
+  "$NCU_GEMM_DETAILS" SERVEKIT_GEMM_TILE=pair
 t=$(($(left) - 40)); ((t > 150)) && t=150
 ((t > 30)) && gtest_run rest "$B" 'GroupedGemmCuda.*:MoECuda.*:-GroupedGemmCuda.BF16SwapPair*' $t
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
-if [[ -n $CS ]] && (($(left) > 40)); then
-  timeout $(($(left) - 10)) "$CS" --tool memcheck "$B/servekit_gpu_tests" \
-    --gtest_filter='GroupedGemmCuda.BF16SwapPair' >"$W/memcheck-pair.log" 2>&1
-  say "memcheck pair rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$W/memcheck-pair.log" | tr '\n' ' ')"
-fi
+memcheck_run pair "$B" 'GroupedGemmCuda.BF16SwapPair'
 say done

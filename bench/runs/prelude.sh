@@ -120,3 +120,24 @@ build_beside() {
   grep -E " error" "$W/build-$tag.log" | head -n 10 >>"$W/$WORK_NAME.txt"
   FB=$tree/build-$tag
 }
+# The ncu sections of the GEMM profiles (SpeedOfLight to Occupancy), as profile_row's NCU_ARGS
+# with --page details: bench/ncu_table.py tabulates them. Scripts of session 42 on (sessions 36-41
+# wrote the same list out).
+NCU_GEMM_DETAILS="--page details --kernel-name regex:device_kernel --launch-count 2"
+NCU_GEMM_DETAILS+=" --section SpeedOfLight --section MemoryWorkloadAnalysis"
+NCU_GEMM_DETAILS+=" --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats"
+NCU_GEMM_DETAILS+=" --section Occupancy"
+# memcheck_run TAG BUILD FILTER: compute-sanitizer memcheck of BUILD's GPU tests matching FILTER
+# into $W/memcheck-TAG.log, boxed to left() - 10 and skipped under 40 s left or without the tool;
+# says the summary. Needs W, left and say. Scripts of session 42 on (earlier ones wrote it out).
+memcheck_run() {
+  local cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+  if [[ -z $cs ]] || (($(left) <= 40)); then
+    say "memcheck $1 skipped"
+    return
+  fi
+  timeout $(($(left) - 10)) "$cs" --tool memcheck "$2/servekit_gpu_tests" --gtest_filter="$3" \
+    >"$W/memcheck-$1.log" 2>&1
+  say "memcheck $1 rc=$? $(grep -E 'ERROR SUMMARY|PASSED|FAILED' "$W/memcheck-$1.log" | tr '\n' ' ')"
+}
