@@ -14,12 +14,17 @@ namespace {
 // SERVEKIT_GEMM_TILE=large|small|swap|pair forces one tile (A/B measurements; a tile the format
 // lacks falls back to the 128-row one, pair to the swap tile first); unset, empty or auto: the
 // per-run pick. Any other value is an error, not a silent auto.
-GemmTileChoice tile_choice_from_env() {
-  const char* v = std::getenv("SERVEKIT_GEMM_TILE");
+// SERVEKIT_DIAG_GEMM_TILE_UNFUSED, where set, does the same for the GEMMs whose shape fuses no
+// activation (the MoE layer's GEMM2) in place of SERVEKIT_GEMM_TILE, so that an A/B can give the
+// layer's two GEMMs different tiles in one binary.
+GemmTileChoice tile_choice_from_env(const GroupedGemmShape& shape) {
+  const char* name = "SERVEKIT_GEMM_TILE";
+  if (!shape.act.enabled && std::getenv("SERVEKIT_DIAG_GEMM_TILE_UNFUSED") != nullptr)
+    name = "SERVEKIT_DIAG_GEMM_TILE_UNFUSED";
+  const char* v = std::getenv(name);
   if (v == nullptr) return GemmTileChoice::kAuto;
   const std::optional<GemmTileChoice> c = parse_gemm_tile_choice(v);
-  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_TILE='", v,
-                 "' must be auto, large, small, swap or pair");
+  SERVEKIT_CHECK(c.has_value(), name, "='", v, "' must be auto, large, small, swap or pair");
   return *c;
 }
 
@@ -94,7 +99,7 @@ class TileChoosingGemm final : public GroupedGemm {
 }  // namespace
 
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
-  const GemmTileChoice choice = tile_choice_from_env();  // a bad value throws for every format
+  const GemmTileChoice choice = tile_choice_from_env(shape);  // a bad value throws for every format
   const GemmRoutingHint& r = shape.routing;
   const bool no_hint = r.top_k == 0 && r.shared_groups == 0 && r.experts == 0;
   SERVEKIT_CHECK(
