@@ -200,8 +200,14 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // DRAM peak (~31 GB read against 15 GB of weights), L2 hit rate 28%; GEMM2 4.93 ms at 81%. Groups
 // pad to whole pairs (288 tokens), so it only pays where a group holds two or more token tiles
 // (swap_pair_pays). L2 bytes per MAC (128 + 144) x 2 / 36864 = 0.0148 against the 2x1 cluster's
-// (256 + 72) x 2 / 36864 = 0.0178. Not yet GPU-run: the auto pick leaves it off
-// (kAutoSwapPair) until it is measured; SERVEKIT_GEMM_TILE=pair forces it.
+// (256 + 72) x 2 / 36864 = 0.0178. Measured (session 42, H100, ab/2026-12-06-s42-pair and
+// -s42-power, dynamic bf16 layer, uniform, us, 2x1 swap tile / pair): gpt-oss-120b 8192 tokens
+// 3917.8, 3852.1 / 3391.4, 3430.8 (300 repeats: 3966.7 / 3644.2); qwen3-235b 4096 2674.9, 2684.5 /
+// 2546.8, 2473.2; deepseek-v3 8192 15521.8, 15469.8, 15546.3, 15420.8 / 16759.5, 16797.2, 16887.6,
+// 16736.8, the loss all GEMM1's (pair on GEMM1 only 16907.9, 17027.2; on GEMM2 only 15355.7,
+// 15434.8), although ncu timed that GEMM1 alone at 9.97 ms against 11.05 (unexplained; the one
+// preset measured with a shared-expert group). So the auto pick takes it only where no group is a
+// shared expert's (choose_gemm_tile); SERVEKIT_GEMM_TILE=pair forces it anywhere.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M=2 builds it in a 2x2 cluster (the token tile
 // multicast to two weight tiles too: (128 + 72) x 2 / 36864 = 0.0109 bytes per MAC).
 #ifndef SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M
@@ -376,9 +382,9 @@ inline bool swap_pair_pays(GemmOperand op, int64_t rows_per_group) {
   return expected_tile_padding(swap_pair_tile_config(op).token_block_rows(), m) <=
          kSwapPairOverSwapPadding * expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
 }
-// Whether the auto pick may take the pair swap tile where swap_pair_pays: off until the tile is
-// measured on the GPU (see swap_pair_tile_config).
-inline constexpr bool kAutoSwapPair = false;
+// Whether the auto pick may take the pair swap tile where swap_pair_pays and the routing has no
+// shared-expert group (measured: swap_pair_tile_config).
+inline constexpr bool kAutoSwapPair = true;
 
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
 // shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in
@@ -392,13 +398,15 @@ inline constexpr bool kAutoSwapPair = false;
 // the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13).
 // Where the cooperative swap-AB tile wins, its pair (swap_pair_tile_config) replaces it when
 // kAutoSwapPair and swap_pair_pays on `routed_rows_per_group` (a routed group's expected rows,
-// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group). A forced
+// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group) and
+// `shared_groups` (GemmRoutingHint::shared_groups) is 0: with deepseek-v3's shared group the pair
+// was 8% slower (swap_pair_tile_config). A forced
 // choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile ("pair" to the swap
 // tile first; a GEMM whose swap tile is the ping-pong one has no pair).
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
                                      GemmTileChoice choice = GemmTileChoice::kAuto,
-                                     bool swap_pingpong = false,
-                                     int64_t routed_rows_per_group = -1) {
+                                     bool swap_pingpong = false, int64_t routed_rows_per_group = -1,
+                                     int shared_groups = 0) {
   switch (choice) {
     case GemmTileChoice::kLarge:
       return GemmTileKind::kLarge;
@@ -423,8 +431,9 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
   const double swap = expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
   if (!(swap < large)) return GemmTileKind::kLarge;
   const int64_t routed = routed_rows_per_group >= 0 ? routed_rows_per_group : rows_per_group;
-  return kAutoSwapPair && !swap_pingpong && swap_pair_pays(op, routed) ? GemmTileKind::kSwapPair
-                                                                       : GemmTileKind::kSwap;
+  return kAutoSwapPair && !swap_pingpong && shared_groups == 0 && swap_pair_pays(op, routed)
+             ? GemmTileKind::kSwapPair
+             : GemmTileKind::kSwap;
 }
 
 // Whether a tile can run GEMM1's gated activation in its epilogue

@@ -84,9 +84,10 @@ class TileChoosingGemm final : public GroupedGemm {
     const bool large_fuses_alone =
         large_->fuses_activation() && !(swap_ && swap_->fuses_activation());
     const GroupedGemmShape& s = large_->shape();
-    const GemmTileKind kind = choose_gemm_tile(
-        s.operand, rows / s.num_groups, large_fuses_alone, choice_,
-        swap_ != nullptr && s.swap_pingpong, routed_rows_per_group(s.routing, rows, s.num_groups));
+    const GemmTileKind kind = choose_gemm_tile(s.operand, rows / s.num_groups, large_fuses_alone,
+                                               choice_, swap_ != nullptr && s.swap_pingpong,
+                                               routed_rows_per_group(s.routing, rows, s.num_groups),
+                                               s.routing.shared_groups);
     last_pick_.store(rows << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
     return kind;
   }
@@ -116,8 +117,10 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
           shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
           make_grouped_gemm_bf16_small_m,
           shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
-          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none).
-          !shape.swap_pingpong && (kAutoSwapPair || choice == GemmTileChoice::kPair)
+          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none,
+          // the auto pick none with shared-expert groups).
+          !shape.swap_pingpong && ((kAutoSwapPair && shape.routing.shared_groups == 0) ||
+                                   choice == GemmTileChoice::kPair)
               ? make_grouped_gemm_bf16_swap_pair
               : nullptr,
           choice);

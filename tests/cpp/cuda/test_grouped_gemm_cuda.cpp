@@ -601,9 +601,11 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
 
 // SERVEKIT_GEMM_TILE=pair forces bf16's pair swap tile, or the ping-pong swap tile where that is
 // the GEMM's swap tile (it has no pair), or fp8_block128's 128-row tile. The routing hint (tile
-// pick only) is checked at create; with it, the auto pick judges the pair on a routed group's rows:
-// 4 routed experts and 1 shared, top-3, 337 tokens: 1348 rows, 269 per group (the cooperative swap
-// tile's range, where the pair would not pay) but 252 per routed group (where it does).
+// pick only) is checked at create; with it, the auto pick judges the pair on a routed group's rows
+// and takes it only without shared-expert groups: 4 routed experts, top-3, 336 tokens: 1008 rows,
+// 252 per group, the pair; with 1 shared group too, 337 tokens: 1348 rows, 269 per group (the
+// cooperative swap tile's range, where the pair would not pay) but 252 per routed group (where it
+// does), still the swap tile because of the shared group.
 TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   SERVEKIT_REQUIRE_GPU();
   {
@@ -630,9 +632,14 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   ASSERT_EQ(routed_rows_per_group(shape.routing, 1348, 5), 252);
   ASSERT_TRUE(swap_pair_pays(GemmOperand::kBF16, 252));
   ASSERT_FALSE(swap_pair_pays(GemmOperand::kBF16, 1348 / 5));
-  auto gemm = GroupedGemm::create(shape, 0);
-  EXPECT_TRUE(gemm->config(1348).tile == (kAutoSwapPair ? swap_pair_tile_config(GemmOperand::kBF16)
-                                                        : swap_ab_tile_config(GemmOperand::kBF16)));
+  EXPECT_TRUE(GroupedGemm::create(shape, 0)->config(1348).tile ==
+              swap_ab_tile_config(GemmOperand::kBF16));
+  GroupedGemmShape routed{GemmOperand::kBF16, 4, 3712, 2880, 1008};
+  routed.routing = {3, 0, 4};
+  ASSERT_EQ(routed_rows_per_group(routed.routing, 1008, 4), 252);
+  EXPECT_TRUE(GroupedGemm::create(routed, 0)->config(1008).tile ==
+              (kAutoSwapPair ? swap_pair_tile_config(GemmOperand::kBF16)
+                             : swap_ab_tile_config(GemmOperand::kBF16)));
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -597,6 +597,41 @@ TEST(MoECuda, SwapTileMatchesReference) {
     }
 }
 
+// The auto pick's pair swap tile (kAutoSwapPair): bf16 on the cooperative swap tile
+// (SERVEKIT_GEMM_SWAP=cooperative: these small experts would take the ping-pong one, which has no
+// pair), top-4 of 16 experts. Without shared experts, 1024 tokens (256 routed rows per expert):
+// both GEMMs run the pair and match the reference. With a shared expert, 972 tokens (243 routed
+// rows per expert, where the pair pays; 285 per group with the shared one averaged in, the swap
+// tile's range as deepseek-v3's 286): the auto pick keeps the 2x1 swap tile (deepseek-v3's
+// shared group: the pair measured 8% slower).
+TEST(MoECuda, AutoPicksThePairWithoutSharedExperts) {
+  SERVEKIT_REQUIRE_GPU();
+  constexpr cuda::GemmOperand kBF16 = cuda::GemmOperand::kBF16;
+  const testing::ScopedEnv which("SERVEKIT_GEMM_SWAP", "cooperative");
+  for (const auto& [shared, tokens] : {std::pair<int, int64_t>{0, 1024}, {1, 972}}) {
+    Case c;
+    c.shared = shared;
+    c.tokens = tokens;
+    c.max_tokens = 1024;
+    c.sample = 64;
+    SCOPED_TRACE(case_name(c));
+    MoELayer layer(make_config(c));
+    load_experts(layer, c);
+    const std::string tile =
+        cuda::gemm_tile_name(shared == 0 && cuda::kAutoSwapPair ? cuda::swap_pair_tile_config(kBF16)
+                                                                : cuda::swap_ab_tile_config(kBF16));
+    ASSERT_EQ(cuda::routed_rows_per_group({4, shared, 16}, tokens * (4 + shared), 16 + shared),
+              shared == 0 ? 256 : 243);
+    EXPECT_EQ(layer.kernels(tokens), "dynamic: gemm1 " + tile + " + activation; gemm2 " + tile);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    const Inputs in = make_inputs(c, c.tokens);
+    DeviceInputs dev(in, c);
+    check_output(layer, c, in, forward(layer, dev, stream));
+    cudaStreamDestroy(stream);
+  }
+}
+
 // A misspelt SERVEKIT_GEMM_SWAP is an error at construction, not a silent auto.
 TEST(MoECuda, RejectsAnUnknownSwapChoice) {
   SERVEKIT_REQUIRE_GPU();

@@ -101,15 +101,15 @@ TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
   using K = GemmTileKind;
   EXPECT_EQ(choose_gemm_tile(b, 16, true), K::kSmall);
   EXPECT_EQ(choose_gemm_tile(b, kSmallMTileMaxRows, true), K::kSmall);
-  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);    // qwen3 1024 tokens
-  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);   // gpt-oss 2048
-  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);    // qwen3 2048
-  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);   // gpt-oss 4096
-  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);    // deepseek-v3 4096
-  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwap);   // gpt-oss 8192
-  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);    // deepseek-v3 8192
-  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);   // mixtral 2048 (qwen3-30b: below)
-  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);  // mixtral 8192
+  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);       // qwen3 1024 tokens
+  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);      // gpt-oss 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);       // qwen3 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);      // gpt-oss 4096
+  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);       // deepseek-v3 4096
+  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwapPair);  // gpt-oss 8192 (SwapPairChoice)
+  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);       // deepseek-v3 8192
+  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);      // mixtral 2048 (qwen3-30b: below)
+  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);     // mixtral 8192
   EXPECT_EQ(choose_gemm_tile(b, 0, true), K::kSmall);
   // No swap tile in the fp8 formats.
   for (int64_t m : {128, 256, 286}) {
@@ -369,10 +369,14 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_EQ(routed_rows_per_group({}, 8192 * 9, 257), 8192 * 9 / 257);
   EXPECT_EQ(routed_rows_per_group({}, 10, 0), 0);
   // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile,
-  // and its pair when the auto pick may take it; a ping-pong swap GEMM never does; forcing "pair".
+  // and its pair when the auto pick may take it and no group is a shared expert's (deepseek-v3's
+  // shared group: the swap tile, measured faster); a ping-pong swap GEMM never does; forcing
+  // "pair".
   using K = GemmTileKind;
   const K swap_or_pair = kAutoSwapPair ? K::kSwapPair : K::kSwap;
   EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256), swap_or_pair);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256, 1), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 256, true, GemmTileChoice::kAuto, false, 256, 0), swap_or_pair);
   EXPECT_EQ(choose_gemm_tile(b, 143, true, GemmTileChoice::kAuto, false, 128), K::kSwap);
   // Without the routed rows the shared group's 8192 rows, averaged in, make the groups look
   // like 286 +- 17 rows, half of them spilling into a second pair: no pair.
@@ -383,6 +387,8 @@ TEST(GemmTileConfig, SwapPairChoice) {
   // 1348 rows): 269 per group, 252 per routed group.
   EXPECT_EQ(routed_rows_per_group({3, 1, 4}, 1348, 5), 252);
   EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252), swap_or_pair);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252, 1), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kPair, false, 252, 1), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 269, false), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair, true), K::kSwap);
