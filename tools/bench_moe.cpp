@@ -337,6 +337,8 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
             weights.data());
   row.touched_experts = count_touched_experts(ids.data(), T, K, cfg.experts.local_expert_offset,
                                               cfg.experts.local_num_experts);
+  row.expert_rows = expert_row_stats(ids.data(), T, K, cfg.experts.local_expert_offset,
+                                     cfg.experts.local_num_experts);
   row.floor = moe_floor(cfg, T, row.touched_experts, g.preset->has_bias, Ceilings{});
   row.flop = executed_flop(cfg, T);
   row.kernels = layer.kernels(T);

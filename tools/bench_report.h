@@ -28,8 +28,9 @@ struct BenchRow {
   std::string timing;  // "graph" (CUDA graph replays) or "stream" (capture failed: direct calls)
   Floor floor;
   int touched_experts = 0;
-  int group_size = 0;  // int4_w4a16: the group size; 0 for the other formats
-  double flop = 0;     // executed_flop: routed + shared rows
+  ExpertRows expert_rows;  // the routed rows' spread over the local experts (expert_row_stats)
+  int group_size = 0;      // int4_w4a16: the group size; 0 for the other formats
+  double flop = 0;         // executed_flop: routed + shared rows
   double rel_l2 = kNaN, tolerance = kNaN;
   std::string check;  // how rel_l2 was measured
   bool deterministic = true;
@@ -85,6 +86,8 @@ inline void write_row(JsonWriter& w, const BenchRow& r) {
   w.key("floor_flop").value(r.floor.flop);
   w.key("flop").value(r.flop);
   w.key("touched_experts").value(r.touched_experts);
+  w.key("expert_rows_max").value(r.expert_rows.max);
+  w.key("expert_rows_sd").value(r.expert_rows.sd);
   if (r.group_size > 0) w.key("group_size").value(r.group_size);  // int4_w4a16 rows only
   w.key("tolerance").value(r.tolerance);
   w.key("check").value(r.check);

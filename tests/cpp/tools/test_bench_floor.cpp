@@ -116,6 +116,19 @@ TEST(BenchFloor, CountTouchedExperts) {
   EXPECT_EQ(count_touched_experts(ids, 3, 2, 0, 10), 3);  // 3, 5, 9
 }
 
+TEST(BenchFloor, ExpertRowStats) {
+  // Local experts [2, 6): rows 2 (id 3), 0, 3 (id 5), 0; 9 and -1 are not local. Mean 1.25,
+  // variance (0.5625 + 1.5625 + 3.0625 + 1.5625) / 4 = 1.6875.
+  const int32_t ids[] = {3, 5, 3, -1, 9, 5, 5, 9};
+  const ExpertRows r = expert_row_stats(ids, 4, 2, 2, 4);
+  EXPECT_EQ(r.max, 3);
+  EXPECT_NEAR(r.sd, std::sqrt(1.6875), 1e-12);
+  EXPECT_EQ(expert_row_stats(ids, 4, 2, 2, 0).max, 0);
+  // Balanced: every expert the same rows, sd 0.
+  const int32_t even[] = {0, 1, 2, 3, 0, 1, 2, 3};
+  EXPECT_EQ(expert_row_stats(even, 4, 2, 0, 4).sd, 0.0);
+}
+
 TEST(BenchCheck, SampleTokensSpreadEvenly) {
   EXPECT_EQ(sample_tokens(3, 64), (std::vector<int64_t>{0, 1, 2}));
   // j * 99 / 4 for j = 0..4: 0, 24, 49, 74, 99.
@@ -197,6 +210,9 @@ TEST(BenchReport, ResultFileHasTheShapeOfBenchMd) {
   EXPECT_NE(j.find("},\n " + row, first), std::string::npos) << "one row per line";
   EXPECT_EQ(j.substr(j.size() - 5), "\n]\n}\n");
   EXPECT_EQ(j.find("group_size"), std::string::npos) << "only int4 rows carry a group size";
+  EXPECT_NE(j.find(",\"touched_experts\":0,\"expert_rows_max\":0,\"expert_rows_sd\":0,"),
+            std::string::npos)
+      << j;
   // The one-node graph's time: null until the GPU run measured it, then the number.
   EXPECT_NE(j.find("\"one_node_graph_us\":null"), std::string::npos) << j;
   info.one_node_graph_us = 6.5;
