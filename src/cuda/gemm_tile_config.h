@@ -205,9 +205,16 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // 3917.8, 3852.1 / 3391.4, 3430.8 (300 repeats: 3966.7 / 3644.2); qwen3-235b 4096 2674.9, 2684.5 /
 // 2546.8, 2473.2; deepseek-v3 8192 15521.8, 15469.8, 15546.3, 15420.8 / 16759.5, 16797.2, 16887.6,
 // 16736.8, the loss all GEMM1's (pair on GEMM1 only 16907.9, 17027.2; on GEMM2 only 15355.7,
-// 15434.8), although ncu timed that GEMM1 alone at 9.97 ms against 11.05 (unexplained; the one
-// preset measured with a shared-expert group). So the auto pick takes it only where no group is a
-// shared expert's (choose_gemm_tile); SERVEKIT_GEMM_TILE=pair forces it anywhere.
+// 15434.8). Why: that row's routing is far from Poisson (random logits, a random correction
+// bias, group-limited selection: 0 to 787 rows per expert, sd 230 around 256), so 111 of the
+// 256 experts spill past one pair and the pair runs 792 token tiles against the 2x1 tile's 613
+// (1.29x; qwen3-235b 4096 1.004x, gpt-oss-120b 8192 1.015x). On Poisson-like groups the pair is
+// faster on deepseek-v3's shapes too, shared group included (bench/tools/gemm_pair.cpp,
+// ab/2026-12-06-s42-last, us, 2x1 / pair, three rounds: GEMM1 with the shared group 8456.5,
+// 8556.3, 8763.6 / 8042.9, 7518.0, 7586.1; GEMM2 5403.6, 4619.6, 5125.7 / 4070.4, 3987.5,
+// 3958.5). The host-side pick sees only the mean rows, so it takes the pair only where the
+// routing has no shared expert (choose_gemm_tile): the one measured case of a wide spread is
+// deepseek-v3's, whose router comes with a shared expert. SERVEKIT_GEMM_TILE=pair forces it.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M=2 builds it in a 2x2 cluster (the token tile
 // multicast to two weight tiles too: (128 + 72) x 2 / 36864 = 0.0109 bytes per MAC).
 #ifndef SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M
@@ -399,8 +406,8 @@ inline constexpr bool kAutoSwapPair = true;
 // Where the cooperative swap-AB tile wins, its pair (swap_pair_tile_config) replaces it when
 // kAutoSwapPair and swap_pair_pays on `routed_rows_per_group` (a routed group's expected rows,
 // without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group) and
-// `shared_groups` (GemmRoutingHint::shared_groups) is 0: with deepseek-v3's shared group the pair
-// was 8% slower (swap_pair_tile_config). A forced
+// `shared_groups` (GemmRoutingHint::shared_groups) is 0: deepseek-v3's rows (with a shared
+// group) spread too widely for the pair's padding (swap_pair_tile_config). A forced
 // choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile ("pair" to the swap
 // tile first; a GEMM whose swap tile is the ping-pong one has no pair).
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,

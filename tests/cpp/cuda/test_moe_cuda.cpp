@@ -602,8 +602,8 @@ TEST(MoECuda, SwapTileMatchesReference) {
 // pair), top-4 of 16 experts. Without shared experts, 1024 tokens (256 routed rows per expert):
 // both GEMMs run the pair and match the reference. With a shared expert, 972 tokens (243 routed
 // rows per expert, where the pair pays; 285 per group with the shared one averaged in, the swap
-// tile's range as deepseek-v3's 286): the auto pick keeps the 2x1 swap tile (deepseek-v3's
-// shared group: the pair measured 8% slower).
+// tile's range as deepseek-v3's 286): the auto pick keeps the 2x1 swap tile (deepseek-v3's rows,
+// which come with a shared expert, spread too widely for the pair: swap_pair_tile_config).
 TEST(MoECuda, AutoPicksThePairWithoutSharedExperts) {
   SERVEKIT_REQUIRE_GPU();
   constexpr cuda::GemmOperand kBF16 = cuda::GemmOperand::kBF16;

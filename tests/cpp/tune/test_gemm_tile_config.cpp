@@ -369,9 +369,9 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_EQ(routed_rows_per_group({}, 8192 * 9, 257), 8192 * 9 / 257);
   EXPECT_EQ(routed_rows_per_group({}, 10, 0), 0);
   // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile,
-  // and its pair when the auto pick may take it and no group is a shared expert's (deepseek-v3's
-  // shared group: the swap tile, measured faster); a ping-pong swap GEMM never does; forcing
-  // "pair".
+  // and its pair when the auto pick may take it and no group is a shared expert's (deepseek-v3,
+  // whose rows spread too widely for the pair, keeps the swap tile); a ping-pong swap GEMM never
+  // does; forcing "pair".
   using K = GemmTileKind;
   const K swap_or_pair = kAutoSwapPair ? K::kSwapPair : K::kSwap;
   EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256), swap_or_pair);
