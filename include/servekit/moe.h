@@ -165,10 +165,11 @@ class MoELayer {
   // results. "cpu"; "static"; or on the dynamic path each grouped GEMM's tile (M x N x K in the
   // kernel's terms, swap-AB when M is the weights, schedule, cluster) and whether GEMM1 runs the
   // activation in its epilogue, e.g. "dynamic: gemm1 256x144x64 swap-AB cooperative cluster 2x1
-  // + activation; gemm2 256x144x64 swap-AB cooperative cluster 2x1". It follows the same picks
-  // as forward (exec.path, the cutover, the tile choice and its SERVEKIT_GEMM_TILE /
-  // SERVEKIT_GEMM_SWAP overrides as read at construction). Throws servekit::Error unless
-  // 1 <= tokens <= exec.max_num_tokens.
+  // + activation; gemm2 256x144x64 swap-AB cooperative cluster 2x1". Where the GPU picks between
+  // two tiles on the routed rows it sees, both are named: "<tile> or <tile> (device pick)". It
+  // follows the same picks as forward (exec.path, the cutover, the tile choice and its
+  // SERVEKIT_GEMM_TILE / SERVEKIT_GEMM_SWAP overrides as read at construction). Throws
+  // servekit::Error unless 1 <= tokens <= exec.max_num_tokens.
   std::string kernels(int64_t tokens) const;
 
  private:

@@ -212,9 +212,9 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // faster on deepseek-v3's shapes too, shared group included (bench/tools/gemm_pair.cpp,
 // ab/2026-12-06-s42-last, us, 2x1 / pair, three rounds: GEMM1 with the shared group 8456.5,
 // 8556.3, 8763.6 / 8042.9, 7518.0, 7586.1; GEMM2 5403.6, 4619.6, 5125.7 / 4070.4, 3987.5,
-// 3958.5). The host-side pick sees only the mean rows, so it takes the pair only where the
-// routing has no shared expert (choose_gemm_tile): the one measured case of a wide spread is
-// deepseek-v3's, whose router comes with a shared expert. SERVEKIT_GEMM_TILE=pair forces it.
+// 3958.5). The host-side pick sees only the mean rows, so where the pair could pay it runs both
+// tiles and the device gives the groups to one of them by their actual rows (kSwapOrPair,
+// pair_gate_pays). SERVEKIT_GEMM_TILE=pair forces the pair alone.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M=2 builds it in a 2x2 cluster (the token tile
 // multicast to two weight tiles too: (128 + 72) x 2 / 36864 = 0.0109 bytes per MAC).
 #ifndef SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M
@@ -360,7 +360,9 @@ inline double expected_tile_padding(int64_t tile_rows, double mean) {
 }
 
 // Which of the compiled tiles a run uses.
-enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap, kSwapPair };
+// kSwapOrPair: the 2x1 swap tile and its pair both launch, and the device gives the groups to one
+// of them (pair_gate_pays); the other finds only empty groups.
+enum class GemmTileKind : uint8_t { kLarge, kSmall, kSwap, kSwapPair, kSwapOrPair };
 // The swap-AB tile wins where it cuts the expected padding by more than this factor against a
 // 128-row tile that fuses the activation (the fused epilogue saves ~1.5-2% of the layer, ninth
 // and twenty-sixth passes), and wherever it cuts it at all against one that does not.
@@ -389,8 +391,30 @@ inline bool swap_pair_pays(GemmOperand op, int64_t rows_per_group) {
   return expected_tile_padding(swap_pair_tile_config(op).token_block_rows(), m) <=
          kSwapPairOverSwapPadding * expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
 }
-// Whether the auto pick may take the pair swap tile where swap_pair_pays and the routing has no
-// shared-expert group (measured: swap_pair_tile_config).
+// The pick between the 2x1 swap tile and its pair on the rows the groups actually hold, made on
+// the device (GemmTileKind::kSwapOrPair, GemmRunGate in grouped_gemm.h): the token tiles each
+// tiling runs over a group of m rows, and whether the pair's total over the groups is at most
+// kSwapPairOverSwapPadding times the 2x1 tile's. All groups empty: the pair (which then runs
+// nothing either). The host knows only the mean rows, and routers spread them far wider than
+// swap_pair_pays's Poisson model where a correction bias and group-limited selection meet
+// (deepseek-v3's bench rows: 0-787 rows around 256, 1.29x the tiles in pairs; qwen3-235b's
+// 1.004x).
+constexpr int64_t swap_gate_tiles(GemmOperand op, int64_t m) {
+  const int64_t t = swap_ab_tile_config(op).token_rows();
+  return (m + t - 1) / t;
+}
+constexpr int64_t pair_gate_tiles(GemmOperand op, int64_t m) {
+  const GemmTileConfig p = swap_pair_tile_config(op);
+  const int64_t block = p.token_block_rows();
+  return (m + block - 1) / block * (block / p.token_rows());
+}
+constexpr bool pair_gate_pays(int64_t pair_tiles, int64_t swap_tiles) {
+  return static_cast<double>(pair_tiles) <=
+         kSwapPairOverSwapPadding * static_cast<double>(swap_tiles);
+}
+
+// Whether the auto pick may take the pair swap tile where swap_pair_pays: it then runs both the
+// 2x1 swap tile and the pair, and the device gives the work to one of them (kSwapOrPair).
 inline constexpr bool kAutoSwapPair = true;
 
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
@@ -403,17 +427,17 @@ inline constexpr bool kAutoSwapPair = true;
 // fuses), else the 128-row tile. Against the measurements above: 64 rows large (2.0 vs 2.25), 128
 // swap (1.49 vs 1.19), 143 swap, 256 swap (1.24 vs 1.14; measured 0.8-1.6% slower on qwen3 where
 // the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13).
-// Where the cooperative swap-AB tile wins, its pair (swap_pair_tile_config) replaces it when
-// kAutoSwapPair and swap_pair_pays on `routed_rows_per_group` (a routed group's expected rows,
-// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group) and
-// `shared_groups` (GemmRoutingHint::shared_groups) is 0: deepseek-v3's rows (with a shared
-// group) spread too widely for the pair's padding (swap_pair_tile_config). A forced
+// Where the cooperative swap-AB tile wins and its pair (swap_pair_tile_config) could pay
+// (kAutoSwapPair and swap_pair_pays on `routed_rows_per_group`, a routed group's expected rows
+// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group), the run
+// is kSwapOrPair: the device picks between the two on the groups' actual rows (pair_gate_pays).
+// A forced
 // choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile ("pair" to the swap
 // tile first; a GEMM whose swap tile is the ping-pong one has no pair).
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
                                      GemmTileChoice choice = GemmTileChoice::kAuto,
-                                     bool swap_pingpong = false, int64_t routed_rows_per_group = -1,
-                                     int shared_groups = 0) {
+                                     bool swap_pingpong = false,
+                                     int64_t routed_rows_per_group = -1) {
   switch (choice) {
     case GemmTileChoice::kLarge:
       return GemmTileKind::kLarge;
@@ -438,9 +462,8 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
   const double swap = expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
   if (!(swap < large)) return GemmTileKind::kLarge;
   const int64_t routed = routed_rows_per_group >= 0 ? routed_rows_per_group : rows_per_group;
-  return kAutoSwapPair && !swap_pingpong && shared_groups == 0 && swap_pair_pays(op, routed)
-             ? GemmTileKind::kSwapPair
-             : GemmTileKind::kSwap;
+  return kAutoSwapPair && !swap_pingpong && swap_pair_pays(op, routed) ? GemmTileKind::kSwapOrPair
+                                                                       : GemmTileKind::kSwap;
 }
 
 // Whether a tile can run GEMM1's gated activation in its epilogue

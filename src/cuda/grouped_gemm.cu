@@ -45,7 +45,26 @@ class TileChoosingGemm final : public GroupedGemm {
         choice_(choice) {}
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
+    if (device_picks(ops.rows_hint)) {
+      // Both tiles on the same operands; each setup kernel counts the groups' token tiles and
+      // only one of the two GEMMs gets non-empty groups (GemmRunGate). The pair's launches wait
+      // for the 2x1 GEMM in stream order (no PDL), so whatever follows on the stream, PDL or
+      // not, comes after both.
+      GroupedGemmOperands o = ops;
+      o.gate = GemmRunGate::kUnlessPairPays;
+      swap_->run(o, stream);
+      o.gate = GemmRunGate::kIfPairPays;
+      o.pdl = false;
+      pair_->run(o, stream);
+      return;
+    }
     pick(ops.rows_hint).run(ops, stream);
+  }
+  std::string tile_name(int64_t rows_hint) const override {
+    if (device_picks(rows_hint))
+      return gemm_tile_name(swap_->config().tile) + " or " + gemm_tile_name(pair_->config().tile) +
+             " (device pick)";
+    return gemm_tile_name(pick(rows_hint).config().tile);
   }
   const GroupedGemmShape& shape() const override { return large_->shape(); }
   GemmConfig config(int64_t rows_hint) const override { return pick(rows_hint).config(); }
@@ -65,6 +84,9 @@ class TileChoosingGemm final : public GroupedGemm {
         if (pair_) return *pair_;
         if (swap_) return *swap_;
         break;
+      case GemmTileKind::kSwapOrPair:  // run() launches both (device_picks); config() is the 2x1's
+        if (swap_) return *swap_;
+        break;
       case GemmTileKind::kSwap:
         if (swap_) return *swap_;
         break;
@@ -74,21 +96,26 @@ class TileChoosingGemm final : public GroupedGemm {
     return *large_;
   }
 
+  // Whether a run of rows_hint launches the 2x1 swap tile and its pair, for the device to pick.
+  bool device_picks(int64_t rows_hint) const {
+    const int64_t rows = rows_hint > 0 ? rows_hint : large_->shape().capacity_rows;
+    return kind_for(rows) == GemmTileKind::kSwapOrPair && swap_ && pair_;
+  }
+
   // choose_gemm_tile's padding model costs 2-10 us of host time (it sums over the spread of a
   // group's rows), and a forward asks 2-3 times with the same rows: the last answer is kept,
-  // packed as (rows << 2) | kind in one atomic for concurrent forwards.
+  // packed as (rows << 3) | kind in one atomic for concurrent forwards.
   GemmTileKind kind_for(int64_t rows) const {
     const int64_t last = last_pick_.load(std::memory_order_relaxed);
-    if (last >= 0 && last >> 2 == rows) return static_cast<GemmTileKind>(last & 3);
+    if (last >= 0 && last >> 3 == rows) return static_cast<GemmTileKind>(last & 7);
     // The 128-row tile's fused epilogue tips the balance only where the swap-AB tile has none.
     const bool large_fuses_alone =
         large_->fuses_activation() && !(swap_ && swap_->fuses_activation());
     const GroupedGemmShape& s = large_->shape();
-    const GemmTileKind kind = choose_gemm_tile(s.operand, rows / s.num_groups, large_fuses_alone,
-                                               choice_, swap_ != nullptr && s.swap_pingpong,
-                                               routed_rows_per_group(s.routing, rows, s.num_groups),
-                                               s.routing.shared_groups);
-    last_pick_.store(rows << 2 | static_cast<int64_t>(kind), std::memory_order_relaxed);
+    const GemmTileKind kind = choose_gemm_tile(
+        s.operand, rows / s.num_groups, large_fuses_alone, choice_,
+        swap_ != nullptr && s.swap_pingpong, routed_rows_per_group(s.routing, rows, s.num_groups));
+    last_pick_.store(rows << 3 | static_cast<int64_t>(kind), std::memory_order_relaxed);
     return kind;
   }
 
@@ -117,10 +144,8 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
           shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
           make_grouped_gemm_bf16_small_m,
           shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
-          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none,
-          // the auto pick none with shared-expert groups).
-          !shape.swap_pingpong && ((kAutoSwapPair && shape.routing.shared_groups == 0) ||
-                                   choice == GemmTileChoice::kPair)
+          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none).
+          !shape.swap_pingpong && (kAutoSwapPair || choice == GemmTileChoice::kPair)
               ? make_grouped_gemm_bf16_swap_pair
               : nullptr,
           choice);

@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include <cuda_runtime.h>
 
@@ -72,6 +73,14 @@ struct GroupedGemmShape {
   GemmRoutingHint routing{};
 };
 
+// Whether a run does its work (GroupedGemmOperands::gate): always, or only when / unless the
+// groups' rows, read on the device, make the pair swap tile pay against the 2x1 one
+// (pair_gate_pays over swap_gate_tiles and pair_gate_tiles, gemm_tile_config.h). A run that does
+// not gives every group 0 rows: its kernel launches, finds no tile and writes nothing. Create()'s
+// GEMM runs the 2x1 swap tile gated kUnlessPairPays and then the pair gated kIfPairPays on the
+// same operands (GemmTileKind::kSwapOrPair), so exactly one of them writes the result.
+enum class GemmRunGate : uint8_t { kAlways, kIfPairPays, kUnlessPairPays };
+
 struct GroupedGemmOperands {               // all device pointers
   const int32_t* group_offsets = nullptr;  // [G + 1], non-decreasing, off[0] = 0
   const void* a = nullptr;
@@ -101,6 +110,8 @@ struct GroupedGemmOperands {               // all device pointers
   void* act_out = nullptr;
   float* act_out_scale = nullptr;
   const float* act_bias = nullptr;
+  // Host-side: see GemmRunGate (callers of create()'s GEMM leave it kAlways).
+  GemmRunGate gate = GemmRunGate::kAlways;
   // Launch with programmatic dependent launch (kernels/pdl.cuh): the setup and GEMM kernels may
   // start while the previous kernel on the stream runs, and wait for it before reading. Only
   // when the previous operation on the stream is a kernel. Never changes results.
@@ -162,6 +173,12 @@ class GroupedGemm {
   // Whether a run with this rows_hint can take act_out (shape.act enabled and the tile it
   // picks has the fused epilogue); a run with act_out where this is false throws.
   virtual bool fuses_activation(int64_t rows_hint = 0) const = 0;
+  // What a run with this rows_hint launches, for MoELayer::kernels: gemm_tile_name of config()'s
+  // tile, or, where the device picks between the 2x1 swap tile and its pair (kSwapOrPair),
+  // "<swap tile> or <pair tile> (device pick)"; config() then describes the 2x1 swap tile.
+  virtual std::string tile_name(int64_t rows_hint = 0) const {
+    return gemm_tile_name(config(rows_hint).tile);
+  }
 };
 
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).

@@ -420,9 +420,9 @@ bool CudaMoEBackend::gemm1_fuses(int64_t rows_bound) const {
 std::string CudaMoEBackend::kernels(int64_t tokens) const {
   if (use_static(tokens)) return "static";
   const int64_t rows_bound = cuda::plan_capacity_rows(tokens, top_k_, num_shared_);
-  return "dynamic: gemm1 " + cuda::gemm_tile_name(gemm1_->config(rows_bound).tile) +
+  return "dynamic: gemm1 " + gemm1_->tile_name(rows_bound) +
          (gemm1_fuses(rows_bound) ? " + activation" : "") + "; gemm2 " +
-         cuda::gemm_tile_name(gemm2_->config(rows_bound).tile);
+         gemm2_->tile_name(rows_bound);
 }
 
 bool CudaMoEBackend::use_static(int64_t tokens) const {

@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "cuda/device_array.h"
@@ -181,6 +182,29 @@ Tolerance tolerance(GemmOperand op) {
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
+// D (bf16, n columns) against the fp64 reference of the groups' rows: every element within
+// tol.element of |ref| + the rms, the relative L2 within tol.l2; the rows past the reference (the
+// guard rows, or all of D when the groups are empty) still poisoned (0xFFFF).
+void expect_d_matches(const std::vector<uint16_t>& d, const std::vector<double>& ref, int64_t n,
+                      const Tolerance& tol) {
+  for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
+  if (ref.empty()) return;
+  double err2 = 0.0, ref2 = 0.0;
+  for (double v : ref) ref2 += v * v;
+  const double rms = std::sqrt(ref2 / static_cast<double>(ref.size()));
+  int64_t bad = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double got = bf16_to_float(d[i]);
+    err2 += (got - ref[i]) * (got - ref[i]);
+    if (!(std::abs(got - ref[i]) <= tol.element * (std::abs(ref[i]) + rms))) {
+      if (bad++ < 5)
+        ADD_FAILURE() << "row " << i / n << " col " << i % n << ": " << got << " vs " << ref[i];
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_LE(std::sqrt(err2 / ref2), tol.l2);
+}
+
 // Where group g's B lies (GroupedGemmOperands::b_group_stride): packed [G, N, K] (the default),
 // every group on B[0] (stride 0), or a row of padding between groups (stride (N + 1) * K).
 enum class BLayout { kPacked, kShared, kPadded };
@@ -254,24 +278,8 @@ void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
       gemm->run(ops, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-      const std::vector<double> ref = reference(op, o, sizes, b_layout == BLayout::kShared);
-      const std::vector<uint16_t> d = d_d.download();
-      for (size_t i = ref.size(); i < d.size(); ++i) ASSERT_EQ(d[i], 0xFFFF) << "guard " << i;
-      if (ref.empty()) continue;
-      double err2 = 0.0, ref2 = 0.0;
-      for (double v : ref) ref2 += v * v;
-      const double rms = std::sqrt(ref2 / static_cast<double>(ref.size()));
-      int64_t bad = 0;
-      for (size_t i = 0; i < ref.size(); ++i) {
-        const double got = bf16_to_float(d[i]);
-        err2 += (got - ref[i]) * (got - ref[i]);
-        if (!(std::abs(got - ref[i]) <= tol.element * (std::abs(ref[i]) + rms))) {
-          if (bad++ < 5)
-            ADD_FAILURE() << "row " << i / n << " col " << i % n << ": " << got << " vs " << ref[i];
-        }
-      }
-      EXPECT_EQ(bad, 0);
-      EXPECT_LE(std::sqrt(err2 / ref2), tol.l2);
+      expect_d_matches(d_d.download(), reference(op, o, sizes, b_layout == BLayout::kShared), n,
+                       tol);
     }
 }
 
@@ -295,6 +303,76 @@ TEST(GroupedGemmCuda, BF16Swap) {
 TEST(GroupedGemmCuda, BF16SwapPair) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pair);
 }
+// The device-side pick between the 2x1 swap tile and its pair (GemmRunGate), two groups: 280 and
+// 270 rows (4 token tiles either way: the pair), 17 and 533 (5 against 6: the 2x1 tile), none.
+// Each gated runner alone writes the whole result or nothing (D stays poisoned); create()'s GEMM,
+// whose pick at 275 rows per group is kSwapOrPair, runs both and gets the result every time.
+TEST(GroupedGemmCuda, BF16SwapOrPairPickedOnTheDevice) {
+  SERVEKIT_REQUIRE_GPU();
+  const GemmOperand op = GemmOperand::kBF16;
+  const int64_t n = 3712, k = 2880, rows = 550;
+  ASSERT_EQ(choose_gemm_tile(op, rows / 2, false),
+            kAutoSwapPair ? GemmTileKind::kSwapOrPair : GemmTileKind::kSwap);
+  const Operands o = make_operands(op, 2, rows, n, k, 4321);
+  DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
+  DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
+  const GroupedGemmShape shape{op, 2, n, k, rows};
+  auto swap = make_grouped_gemm_bf16_swap(shape, 0);
+  auto pair = make_grouped_gemm_bf16_swap_pair(shape, 0);
+  auto picked = GroupedGemm::create(shape, 0);
+  if (kAutoSwapPair) {
+    EXPECT_EQ(picked->tile_name(rows), gemm_tile_name(swap_ab_tile_config(op)) + " or " +
+                                           gemm_tile_name(swap_pair_tile_config(op)) +
+                                           " (device pick)");
+  }
+  const std::vector<std::pair<std::vector<int>, bool>> layouts = {
+      {{280, 270}, true}, {{17, 533}, false}, {{0, 0}, true}};
+  for (const auto& [sizes, pair_pays] : layouts) {
+    SCOPED_TRACE(std::to_string(sizes[0]) + " + " + std::to_string(sizes[1]) + " rows");
+    std::vector<int32_t> offsets{0, sizes[0], sizes[0] + sizes[1]};
+    DeviceArray<int32_t> d_off(offsets);
+    const std::vector<double> ref = reference(op, o, sizes, false);
+    GroupedGemmOperands ops;
+    ops.group_offsets = d_off.get();
+    ops.a = d_a.get();
+    ops.b = d_b.get();
+    ops.d = d_d.get();
+    ops.rows_hint = rows;
+    // Each gated runner alone: the result, or nothing at all.
+    const std::pair<const GroupedGemm*, GemmRunGate> gated[] = {
+        {swap.get(), GemmRunGate::kUnlessPairPays}, {pair.get(), GemmRunGate::kIfPairPays}};
+    for (const auto& [gemm, gate] : gated) {
+      const bool works = (gate == GemmRunGate::kIfPairPays) == pair_pays;
+      SCOPED_TRACE(gate == GemmRunGate::kIfPairPays ? "pair, if it pays" : "2x1, unless");
+      d_d.poison();
+      ops.gate = gate;
+      gemm->run(ops, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      expect_d_matches(d_d.download(), works ? ref : std::vector<double>{}, n, tolerance(op));
+    }
+    // create()'s GEMM: both launched, one works.
+    d_d.poison();
+    ops.gate = GemmRunGate::kAlways;
+    picked->run(ops, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_d_matches(d_d.download(), ref, n, tolerance(op));
+  }
+  // A gate on a format without the pair is an error, not a silent run: every operand the run
+  // needs is there (one buffer), so only the gate is wrong.
+  auto fp8 = make_grouped_gemm_fp8_block128({GemmOperand::kFP8Block128, 2, 2880, 2944, 64}, 0);
+  DeviceArray<int32_t> zeros(std::vector<int32_t>(3, 0));
+  DeviceArray<float> buf(1 << 16);
+  GroupedGemmOperands bad;
+  bad.group_offsets = zeros.get();
+  bad.a = bad.b = bad.d = buf.get();
+  bad.a_block_scale = bad.b_block_scale = buf.get();
+  bad.gate = GemmRunGate::kIfPairPays;
+  EXPECT_THROW(fp8->run(bad, nullptr), Error);
+  bad.gate = GemmRunGate::kAlways;
+  fp8->run(bad, nullptr);  // empty groups: runs, writes nothing
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
 // The ping-pong swap-AB bf16 tile (128 weight rows x 144 tokens): N = 3712 is 29 weight tiles (an
 // odd count: the 2x1 cluster's last pair has a tile past N).
 TEST(GroupedGemmCuda, BF16SwapPingpong) {
@@ -601,11 +679,10 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
 
 // SERVEKIT_GEMM_TILE=pair forces bf16's pair swap tile, or the ping-pong swap tile where that is
 // the GEMM's swap tile (it has no pair), or fp8_block128's 128-row tile. The routing hint (tile
-// pick only) is checked at create; with it, the auto pick judges the pair on a routed group's rows
-// and takes it only without shared-expert groups: 4 routed experts, top-3, 336 tokens: 1008 rows,
-// 252 per group, the pair; with 1 shared group too, 337 tokens: 1348 rows, 269 per group (the
+// pick only) is checked at create; with it, the auto pick judges the pair on a routed group's
+// rows: 4 routed experts and 1 shared, top-3, 337 tokens: 1348 rows, 269 per group (the
 // cooperative swap tile's range, where the pair would not pay) but 252 per routed group (where it
-// does), still the swap tile because of the shared group.
+// does), so the device picks between the two; without the hint, the 2x1 swap tile alone.
 TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   SERVEKIT_REQUIRE_GPU();
   {
@@ -632,14 +709,16 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   ASSERT_EQ(routed_rows_per_group(shape.routing, 1348, 5), 252);
   ASSERT_TRUE(swap_pair_pays(GemmOperand::kBF16, 252));
   ASSERT_FALSE(swap_pair_pays(GemmOperand::kBF16, 1348 / 5));
-  EXPECT_TRUE(GroupedGemm::create(shape, 0)->config(1348).tile ==
-              swap_ab_tile_config(GemmOperand::kBF16));
-  GroupedGemmShape routed{GemmOperand::kBF16, 4, 3712, 2880, 1008};
-  routed.routing = {3, 0, 4};
-  ASSERT_EQ(routed_rows_per_group(routed.routing, 1008, 4), 252);
-  EXPECT_TRUE(GroupedGemm::create(routed, 0)->config(1008).tile ==
-              (kAutoSwapPair ? swap_pair_tile_config(GemmOperand::kBF16)
-                             : swap_ab_tile_config(GemmOperand::kBF16)));
+  const std::string swap = gemm_tile_name(swap_ab_tile_config(GemmOperand::kBF16));
+  auto hinted = GroupedGemm::create(shape, 0);
+  EXPECT_TRUE(hinted->config(1348).tile == swap_ab_tile_config(GemmOperand::kBF16));
+  EXPECT_EQ(hinted->tile_name(1348),
+            kAutoSwapPair
+                ? swap + " or " + gemm_tile_name(swap_pair_tile_config(GemmOperand::kBF16)) +
+                      " (device pick)"
+                : swap);
+  shape.routing = {};
+  EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda/gemm_tile_config.h"
@@ -101,15 +102,15 @@ TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
   using K = GemmTileKind;
   EXPECT_EQ(choose_gemm_tile(b, 16, true), K::kSmall);
   EXPECT_EQ(choose_gemm_tile(b, kSmallMTileMaxRows, true), K::kSmall);
-  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);       // qwen3 1024 tokens
-  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);      // gpt-oss 2048
-  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);       // qwen3 2048
-  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);      // gpt-oss 4096
-  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);       // deepseek-v3 4096
-  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwapPair);  // gpt-oss 8192 (SwapPairChoice)
-  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);       // deepseek-v3 8192
-  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);      // mixtral 2048 (qwen3-30b: below)
-  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);     // mixtral 8192
+  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);         // qwen3 1024 tokens
+  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);        // gpt-oss 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);         // qwen3 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);        // gpt-oss 4096
+  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);         // deepseek-v3 4096
+  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwapOrPair);  // gpt-oss 8192 (SwapPairChoice)
+  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);         // deepseek-v3 8192
+  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);        // mixtral 2048 (qwen3-30b: below)
+  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);       // mixtral 8192
   EXPECT_EQ(choose_gemm_tile(b, 0, true), K::kSmall);
   // No swap tile in the fp8 formats.
   for (int64_t m : {128, 256, 286}) {
@@ -369,14 +370,12 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_EQ(routed_rows_per_group({}, 8192 * 9, 257), 8192 * 9 / 257);
   EXPECT_EQ(routed_rows_per_group({}, 10, 0), 0);
   // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile,
-  // and its pair when the auto pick may take it and no group is a shared expert's (deepseek-v3,
-  // whose rows spread too widely for the pair, keeps the swap tile); a ping-pong swap GEMM never
-  // does; forcing "pair".
+  // and, when the auto pick may take the pair, both for the device to choose from (kSwapOrPair:
+  // deepseek-v3's bench rows spread too widely for the pair, Poisson rows do not); a ping-pong
+  // swap GEMM never does; forcing "pair" takes the pair alone.
   using K = GemmTileKind;
-  const K swap_or_pair = kAutoSwapPair ? K::kSwapPair : K::kSwap;
+  const K swap_or_pair = kAutoSwapPair ? K::kSwapOrPair : K::kSwap;
   EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256), swap_or_pair);
-  EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256, 1), K::kSwap);
-  EXPECT_EQ(choose_gemm_tile(b, 256, true, GemmTileChoice::kAuto, false, 256, 0), swap_or_pair);
   EXPECT_EQ(choose_gemm_tile(b, 143, true, GemmTileChoice::kAuto, false, 128), K::kSwap);
   // Without the routed rows the shared group's 8192 rows, averaged in, make the groups look
   // like 286 +- 17 rows, half of them spilling into a second pair: no pair.
@@ -387,14 +386,55 @@ TEST(GemmTileConfig, SwapPairChoice) {
   // 1348 rows): 269 per group, 252 per routed group.
   EXPECT_EQ(routed_rows_per_group({3, 1, 4}, 1348, 5), 252);
   EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252), swap_or_pair);
-  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252, 1), K::kSwap);
-  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kPair, false, 252, 1), K::kSwapPair);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kPair, false, 252), K::kSwapPair);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kSwap, false, 252), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 269, false), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair, true), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 256, true, GemmTileChoice::kPair),
             K::kLarge);
   EXPECT_FALSE(use_small_m_tile(b, 4, GemmTileChoice::kPair));
+}
+
+// The device-side pick's arithmetic (GemmRunGate): token tiles per group for the 2x1 swap tile
+// (144 tokens) and the pair (two 144-token tiles per 288 rows), and the 1.05 margin.
+TEST(GemmTileConfig, PairGateCountsTheGroupsTiles) {
+  const GemmOperand b = GemmOperand::kBF16;
+  auto count = [&](const std::vector<int64_t>& rows) {
+    int64_t swap = 0, pair = 0;
+    for (int64_t m : rows) {
+      swap += swap_gate_tiles(b, m);
+      pair += pair_gate_tiles(b, m);
+    }
+    return std::pair<int64_t, int64_t>{swap, pair};
+  };
+  EXPECT_EQ(swap_gate_tiles(b, 0), 0);
+  EXPECT_EQ(pair_gate_tiles(b, 0), 0);
+  EXPECT_EQ(swap_gate_tiles(b, 1), 1);
+  EXPECT_EQ(pair_gate_tiles(b, 1), 2);
+  EXPECT_EQ(swap_gate_tiles(b, 288), 2);
+  EXPECT_EQ(pair_gate_tiles(b, 288), 2);
+  EXPECT_EQ(swap_gate_tiles(b, 289), 3);
+  EXPECT_EQ(pair_gate_tiles(b, 289), 4);
+  // Groups of 280 and 270 rows: 4 tiles each way, the pair. The GPU test's spread layout (17,
+  // 0, 300, 1, 0): 5 against 8, the 2x1 tile. deepseek-v3-like (0, 9, 191, 600, 787): 1 + 2 + 5
+  // + 6 = 14 against 2 + 2 + 6 + 6 = 16 > 14.7, the 2x1 tile; all empty: the pair.
+  auto [s1, p1] = count({280, 270, 0, 0, 0});
+  EXPECT_EQ(s1, 4);
+  EXPECT_EQ(p1, 4);
+  EXPECT_TRUE(pair_gate_pays(p1, s1));
+  auto [s2, p2] = count({17, 0, 300, 1, 0});
+  EXPECT_EQ(s2, 5);
+  EXPECT_EQ(p2, 8);
+  EXPECT_FALSE(pair_gate_pays(p2, s2));
+  auto [s3, p3] = count({0, 9, 191, 600, 787});
+  EXPECT_EQ(s3, 14);
+  EXPECT_EQ(p3, 16);
+  EXPECT_FALSE(pair_gate_pays(p3, s3));
+  EXPECT_TRUE(pair_gate_pays(0, 0));
+  // The margin: 21 pair tiles against 20 pay (1.05), 22 do not.
+  EXPECT_TRUE(pair_gate_pays(21, 20));
+  EXPECT_FALSE(pair_gate_pays(22, 20));
 }
 
 // Which GEMMs take it (N x K of an expert's matrix, gemm1 = (2I, H), gemm2 = (H, I)): both of

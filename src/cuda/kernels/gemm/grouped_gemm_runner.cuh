@@ -41,16 +41,42 @@ struct GroupArgumentArrays {
   const float** act_bias = nullptr;  // group's w13 bias row, or null
 };
 
-// One thread per group: M_g from the offsets, then the pointers of group g. act_bytes: bytes of
-// one fused-activation output element (1 for e4m3, 2 for bf16).
+// Whether a run gated by ops.gate (GemmRunGate) does its work: with a gate, the CTA counts the
+// token tiles the 2x1 swap tile and its pair would run over every group (gemm_tile_config.h,
+// swap_gate_tiles / pair_gate_tiles) and applies pair_gate_pays. One CTA; every thread returns
+// the same answer. Integer sums, so the 2x1 run and the pair run of a kSwapOrPair GEMM, reading
+// the same offsets, always agree.
+__device__ inline bool gated_run_works(const GroupedGemmOperands& ops, GemmOperand op,
+                                       int num_groups) {
+  if (ops.gate == GemmRunGate::kAlways) return true;
+  __shared__ unsigned long long tiles[2];  // 2x1 swap tile, pair
+  if (threadIdx.x < 2) tiles[threadIdx.x] = 0;
+  __syncthreads();
+  unsigned long long swap = 0, pair = 0;
+  for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
+    const int64_t m = ops.group_offsets[g + 1] - ops.group_offsets[g];
+    swap += static_cast<unsigned long long>(swap_gate_tiles(op, m));
+    pair += static_cast<unsigned long long>(pair_gate_tiles(op, m));
+  }
+  atomicAdd(&tiles[0], swap);
+  atomicAdd(&tiles[1], pair);
+  __syncthreads();
+  const bool pays = pair_gate_pays(static_cast<int64_t>(tiles[1]), static_cast<int64_t>(tiles[0]));
+  return pays == (ops.gate == GemmRunGate::kIfPairPays);
+}
+
+// One thread per group: M_g from the offsets (0 for every group when a gate says this run does
+// no work: gated_run_works), then the pointers of group g. act_bytes: bytes of one
+// fused-activation output element (1 for e4m3, 2 for bf16).
 template <class K>
 __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOperands ops,
                                       int num_groups, int n, int k, int act_bytes) {
   pdl_wait();  // the offsets come from the plan; the previous GEMM may still read the arrays
   pdl_trigger();
+  const bool works = gated_run_works(ops, K::kOperand, num_groups);
   for (int g = threadIdx.x; g < num_groups; g += blockDim.x) {
     const int begin = ops.group_offsets[g];
-    const int m = ops.group_offsets[g + 1] - begin;
+    const int m = works ? ops.group_offsets[g + 1] - begin : 0;
     const auto* rows = static_cast<const typename K::ElementAB*>(ops.a) + int64_t{begin} * k;
     const auto* weights = static_cast<const typename K::ElementAB*>(ops.b) +
                           g * b_group_elements(ops.b_group_stride, n, k);
@@ -153,6 +179,9 @@ class GroupedGemmRunner final : public GroupedGemm {
                    "grouped_gemm: fp8_per_tensor needs a_scale and b_scale");
     SERVEKIT_CHECK(!K::kBlockScaled || (ops.a_block_scale && ops.b_block_scale),
                    "grouped_gemm: fp8_block128 needs a_block_scale and b_block_scale");
+    SERVEKIT_CHECK(ops.gate == GemmRunGate::kAlways || has_swap_pair_tile(shape_.operand),
+                   "grouped_gemm: a gated run (GemmRunGate) needs a format with the pair swap "
+                   "tile (bf16)");
     launch_pdl(write_group_arguments<K>, 1, 256, 0, ops.pdl, stream, arrays_, ops,
                shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
                static_cast<int>(act_element_bytes(shape_.act.format)));
