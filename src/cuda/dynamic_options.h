@@ -19,6 +19,12 @@
 //                                   small (use_swap_pingpong, gemm_tile_config.h), else the
 //                                   cooperative 256x144 one; the others force one for both GEMMs.
 //                                   Results are identical either way.
+//   SERVEKIT_GEMM_PAIR_PICK=host|device  where bf16's pair swap tile could pay, who picks between
+//                                   it and the 2x1 swap tile (GemmPairPick, gemm_tile_config.h;
+//                                   read by GroupedGemm::create): host (default) takes the pair
+//                                   unless the routing has a shared expert; device launches both
+//                                   and the GPU gives the work to one by the experts' actual rows.
+//                                   Results are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

@@ -212,9 +212,10 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // faster on deepseek-v3's shapes too, shared group included (bench/tools/gemm_pair.cpp,
 // ab/2026-12-06-s42-last, us, 2x1 / pair, three rounds: GEMM1 with the shared group 8456.5,
 // 8556.3, 8763.6 / 8042.9, 7518.0, 7586.1; GEMM2 5403.6, 4619.6, 5125.7 / 4070.4, 3987.5,
-// 3958.5). The host-side pick sees only the mean rows, so where the pair could pay it runs both
-// tiles and the device gives the groups to one of them by their actual rows (kSwapOrPair,
-// pair_gate_pays). SERVEKIT_GEMM_TILE=pair forces the pair alone.
+// 3958.5). The host-side pick sees only the mean rows, so by default it takes the pair only where
+// the routing has no shared expert; SERVEKIT_GEMM_PAIR_PICK=device runs both tiles and lets the
+// device give the groups to one of them by their actual rows (GemmPairPick, kSwapOrPair).
+// SERVEKIT_GEMM_TILE=pair forces the pair alone.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M=2 builds it in a 2x2 cluster (the token tile
 // multicast to two weight tiles too: (128 + 72) x 2 / 36864 = 0.0109 bytes per MAC).
 #ifndef SERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M
@@ -413,9 +414,22 @@ constexpr bool pair_gate_pays(int64_t pair_tiles, int64_t swap_tiles) {
          kSwapPairOverSwapPadding * static_cast<double>(swap_tiles);
 }
 
-// Whether the auto pick may take the pair swap tile where swap_pair_pays: it then runs both the
-// 2x1 swap tile and the pair, and the device gives the work to one of them (kSwapOrPair).
+// Whether the auto pick may take the pair swap tile where swap_pair_pays (measured:
+// swap_pair_tile_config).
 inline constexpr bool kAutoSwapPair = true;
+// Who picks between the 2x1 swap tile and its pair where the pair could pay
+// (SERVEKIT_GEMM_PAIR_PICK=host|device, read by GroupedGemm::create): the host, which knows only
+// the mean rows and so takes the pair only where the routing has no shared-expert group (the one
+// measured wide spread, deepseek-v3's, comes with one: measured in session 42, the default); or
+// the device (kSwapOrPair), on the groups' actual rows. The device pick passed its layer test on
+// an H100 (MoECuda.SwapOrPairPickedOnTheDevice) but is not measured against the host pick on one
+// lease, so it is not the default yet.
+enum class GemmPairPick : uint8_t { kHost, kDevice };
+constexpr std::optional<GemmPairPick> parse_gemm_pair_pick(std::string_view s) {
+  if (s.empty() || s == "host") return GemmPairPick::kHost;
+  if (s == "device") return GemmPairPick::kDevice;
+  return std::nullopt;
+}
 
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
 // shared) / groups, no device read); large_fuses: the 128-row tile would run the activation in
@@ -429,15 +443,17 @@ inline constexpr bool kAutoSwapPair = true;
 // the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13).
 // Where the cooperative swap-AB tile wins and its pair (swap_pair_tile_config) could pay
 // (kAutoSwapPair and swap_pair_pays on `routed_rows_per_group`, a routed group's expected rows
-// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group), the run
-// is kSwapOrPair: the device picks between the two on the groups' actual rows (pair_gate_pays).
-// A forced
+// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group): with
+// GemmPairPick::kHost the pair where `shared_groups` (GemmRoutingHint::shared_groups) is 0, else
+// the 2x1 tile; with kDevice the run is kSwapOrPair, the device picking between the two on the
+// groups' actual rows (pair_gate_pays). A forced
 // choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile ("pair" to the swap
 // tile first; a GEMM whose swap tile is the ping-pong one has no pair).
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
                                      GemmTileChoice choice = GemmTileChoice::kAuto,
-                                     bool swap_pingpong = false,
-                                     int64_t routed_rows_per_group = -1) {
+                                     bool swap_pingpong = false, int64_t routed_rows_per_group = -1,
+                                     int shared_groups = 0,
+                                     GemmPairPick pair_pick = GemmPairPick::kHost) {
   switch (choice) {
     case GemmTileChoice::kLarge:
       return GemmTileKind::kLarge;
@@ -462,8 +478,9 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
   const double swap = expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
   if (!(swap < large)) return GemmTileKind::kLarge;
   const int64_t routed = routed_rows_per_group >= 0 ? routed_rows_per_group : rows_per_group;
-  return kAutoSwapPair && !swap_pingpong && swap_pair_pays(op, routed) ? GemmTileKind::kSwapOrPair
-                                                                       : GemmTileKind::kSwap;
+  if (!kAutoSwapPair || swap_pingpong || !swap_pair_pays(op, routed)) return GemmTileKind::kSwap;
+  if (pair_pick == GemmPairPick::kDevice) return GemmTileKind::kSwapOrPair;
+  return shared_groups == 0 ? GemmTileKind::kSwapPair : GemmTileKind::kSwap;
 }
 
 // Whether a tile can run GEMM1's gated activation in its epilogue

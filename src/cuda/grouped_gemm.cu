@@ -28,6 +28,16 @@ GemmTileChoice tile_choice_from_env(const GroupedGemmShape& shape) {
   return *c;
 }
 
+// SERVEKIT_GEMM_PAIR_PICK=host|device (GemmPairPick; unset or empty: host). Any other value is
+// an error.
+GemmPairPick pair_pick_from_env() {
+  const char* v = std::getenv("SERVEKIT_GEMM_PAIR_PICK");
+  if (v == nullptr) return GemmPairPick::kHost;
+  const std::optional<GemmPairPick> p = parse_gemm_pair_pick(v);
+  SERVEKIT_CHECK(p.has_value(), "SERVEKIT_GEMM_PAIR_PICK='", v, "' must be host or device");
+  return *p;
+}
+
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 
 // A format's instantiations over one shape (the 128-row tile, and the 64-row, swap-AB and pair
@@ -37,12 +47,13 @@ using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 class TileChoosingGemm final : public GroupedGemm {
  public:
   TileChoosingGemm(const GroupedGemmShape& shape, int device, Factory large, Factory small,
-                   Factory swap, Factory pair, GemmTileChoice choice)
+                   Factory swap, Factory pair, GemmTileChoice choice, GemmPairPick pair_pick)
       : large_(large(shape, device)),
         small_(small ? small(shape, device) : nullptr),
         swap_(swap ? swap(shape, device) : nullptr),
         pair_(pair ? pair(shape, device) : nullptr),
-        choice_(choice) {}
+        choice_(choice),
+        pair_pick_(pair_pick) {}
 
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     if (device_picks(ops.rows_hint)) {
@@ -112,15 +123,17 @@ class TileChoosingGemm final : public GroupedGemm {
     const bool large_fuses_alone =
         large_->fuses_activation() && !(swap_ && swap_->fuses_activation());
     const GroupedGemmShape& s = large_->shape();
-    const GemmTileKind kind = choose_gemm_tile(
-        s.operand, rows / s.num_groups, large_fuses_alone, choice_,
-        swap_ != nullptr && s.swap_pingpong, routed_rows_per_group(s.routing, rows, s.num_groups));
+    const GemmTileKind kind = choose_gemm_tile(s.operand, rows / s.num_groups, large_fuses_alone,
+                                               choice_, swap_ != nullptr && s.swap_pingpong,
+                                               routed_rows_per_group(s.routing, rows, s.num_groups),
+                                               s.routing.shared_groups, pair_pick_);
     last_pick_.store(rows << 3 | static_cast<int64_t>(kind), std::memory_order_relaxed);
     return kind;
   }
 
   std::unique_ptr<GroupedGemm> large_, small_, swap_, pair_;
   GemmTileChoice choice_;
+  GemmPairPick pair_pick_;
   mutable std::atomic<int64_t> last_pick_{-1};
 };
 
@@ -128,6 +141,7 @@ class TileChoosingGemm final : public GroupedGemm {
 
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
   const GemmTileChoice choice = tile_choice_from_env(shape);  // a bad value throws for every format
+  const GemmPairPick pair_pick = pair_pick_from_env();
   const GemmRoutingHint& r = shape.routing;
   const bool no_hint = r.top_k == 0 && r.shared_groups == 0 && r.experts == 0;
   SERVEKIT_CHECK(
@@ -144,17 +158,20 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
           shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
           make_grouped_gemm_bf16_small_m,
           shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
-          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none).
-          !shape.swap_pingpong && (kAutoSwapPair || choice == GemmTileChoice::kPair)
+          // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none;
+          // the host pick none with shared-expert groups).
+          !shape.swap_pingpong && ((kAutoSwapPair && (pair_pick == GemmPairPick::kDevice ||
+                                                      shape.routing.shared_groups == 0)) ||
+                                   choice == GemmTileChoice::kPair)
               ? make_grouped_gemm_bf16_swap_pair
               : nullptr,
-          choice);
+          choice, pair_pick);
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
       return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
                                                 make_grouped_gemm_fp8_block128_small_m, nullptr,
-                                                nullptr, choice);
+                                                nullptr, choice, pair_pick);
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));
 }

@@ -303,15 +303,17 @@ TEST(GroupedGemmCuda, BF16Swap) {
 TEST(GroupedGemmCuda, BF16SwapPair) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pair);
 }
-// The device-side pick between the 2x1 swap tile and its pair (GemmRunGate), two groups: 280 and
-// 270 rows (4 token tiles either way: the pair), 17 and 533 (5 against 6: the 2x1 tile), none.
-// Each gated runner alone writes the whole result or nothing (D stays poisoned); create()'s GEMM,
-// whose pick at 275 rows per group is kSwapOrPair, runs both and gets the result every time.
+// The device-side pick between the 2x1 swap tile and its pair (GemmRunGate), two groups: 256 and
+// 256 rows (4 token tiles either way: the pair), 17 and 495 (5 against 6: the 2x1 tile), none.
+// Each gated runner alone writes the whole result or nothing (D stays poisoned); create()'s GEMM
+// under SERVEKIT_GEMM_PAIR_PICK=device, whose pick at 256 rows per group is kSwapOrPair, runs both
+// and gets the result every time.
 TEST(GroupedGemmCuda, BF16SwapOrPairPickedOnTheDevice) {
   SERVEKIT_REQUIRE_GPU();
   const GemmOperand op = GemmOperand::kBF16;
-  const int64_t n = 3712, k = 2880, rows = 550;
-  ASSERT_EQ(choose_gemm_tile(op, rows / 2, false),
+  const int64_t n = 3712, k = 2880, rows = 512;
+  ASSERT_EQ(choose_gemm_tile(op, rows / 2, false, GemmTileChoice::kAuto, false, -1, 0,
+                             GemmPairPick::kDevice),
             kAutoSwapPair ? GemmTileKind::kSwapOrPair : GemmTileKind::kSwap);
   const Operands o = make_operands(op, 2, rows, n, k, 4321);
   DeviceArray<uint8_t> d_a(o.a), d_b(o.b);
@@ -319,14 +321,18 @@ TEST(GroupedGemmCuda, BF16SwapOrPairPickedOnTheDevice) {
   const GroupedGemmShape shape{op, 2, n, k, rows};
   auto swap = make_grouped_gemm_bf16_swap(shape, 0);
   auto pair = make_grouped_gemm_bf16_swap_pair(shape, 0);
-  auto picked = GroupedGemm::create(shape, 0);
+  std::unique_ptr<GroupedGemm> picked;
+  {
+    const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "device");
+    picked = GroupedGemm::create(shape, 0);
+  }
   if (kAutoSwapPair) {
     EXPECT_EQ(picked->tile_name(rows), gemm_tile_name(swap_ab_tile_config(op)) + " or " +
                                            gemm_tile_name(swap_pair_tile_config(op)) +
                                            " (device pick)");
   }
   const std::vector<std::pair<std::vector<int>, bool>> layouts = {
-      {{280, 270}, true}, {{17, 533}, false}, {{0, 0}, true}};
+      {{256, 256}, true}, {{17, 495}, false}, {{0, 0}, true}};
   for (const auto& [sizes, pair_pays] : layouts) {
     SCOPED_TRACE(std::to_string(sizes[0]) + " + " + std::to_string(sizes[1]) + " rows");
     std::vector<int32_t> offsets{0, sizes[0], sizes[0] + sizes[1]};
@@ -682,7 +688,9 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
 // pick only) is checked at create; with it, the auto pick judges the pair on a routed group's
 // rows: 4 routed experts and 1 shared, top-3, 337 tokens: 1348 rows, 269 per group (the
 // cooperative swap tile's range, where the pair would not pay) but 252 per routed group (where it
-// does), so the device picks between the two; without the hint, the 2x1 swap tile alone.
+// does). The host pick (default) keeps the 2x1 tile there because of the shared group, and takes
+// the pair without it (4 routed groups, 1008 rows); SERVEKIT_GEMM_PAIR_PICK=device leaves both to
+// the device; without the hint, the 2x1 swap tile alone.
 TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   SERVEKIT_REQUIRE_GPU();
   {
@@ -710,13 +718,23 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   ASSERT_TRUE(swap_pair_pays(GemmOperand::kBF16, 252));
   ASSERT_FALSE(swap_pair_pays(GemmOperand::kBF16, 1348 / 5));
   const std::string swap = gemm_tile_name(swap_ab_tile_config(GemmOperand::kBF16));
-  auto hinted = GroupedGemm::create(shape, 0);
-  EXPECT_TRUE(hinted->config(1348).tile == swap_ab_tile_config(GemmOperand::kBF16));
-  EXPECT_EQ(hinted->tile_name(1348),
-            kAutoSwapPair
-                ? swap + " or " + gemm_tile_name(swap_pair_tile_config(GemmOperand::kBF16)) +
-                      " (device pick)"
-                : swap);
+  const std::string pair = gemm_tile_name(swap_pair_tile_config(GemmOperand::kBF16));
+  EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
+  {
+    const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "device");
+    auto device = GroupedGemm::create(shape, 0);
+    EXPECT_TRUE(device->config(1348).tile == swap_ab_tile_config(GemmOperand::kBF16));
+    EXPECT_EQ(device->tile_name(1348),
+              kAutoSwapPair ? swap + " or " + pair + " (device pick)" : swap);
+  }
+  {
+    const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "gpu");
+    EXPECT_THROW(GroupedGemm::create(shape, 0), Error);
+  }
+  GroupedGemmShape routed{GemmOperand::kBF16, 4, 3712, 2880, 1008};
+  routed.routing = {3, 0, 4};
+  ASSERT_EQ(routed_rows_per_group(routed.routing, 1008, 4), 252);
+  EXPECT_EQ(GroupedGemm::create(routed, 0)->tile_name(1008), kAutoSwapPair ? pair : swap);
   shape.routing = {};
   EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
 }

@@ -597,44 +597,50 @@ TEST(MoECuda, SwapTileMatchesReference) {
     }
 }
 
-// The auto pick between the 2x1 swap tile and its pair, made on the device (kSwapOrPair): bf16 on
-// the cooperative swap tile (SERVEKIT_GEMM_SWAP=cooperative: these small experts would take the
-// ping-pong one, which has no pair), top-4 of 16 experts. 1024 tokens without shared experts (256
-// routed rows per expert) and 972 with one (243 routed rows; 285 per group with the shared one
-// averaged in, the swap tile's range as deepseek-v3's 286), each under uniform routing (Poisson
-// rows: the pair) and skewed routing (most rows on a few experts: the 2x1 tile). Both GEMMs are
-// named as the device's pick, and every case matches the reference.
-TEST(MoECuda, SwapOrPairPickedOnTheDevice) {
+// The auto pick between the 2x1 swap tile and its pair: bf16 on the cooperative swap tile
+// (SERVEKIT_GEMM_SWAP=cooperative: these small experts would take the ping-pong one, which has no
+// pair), top-4 of 16 experts, 1024 tokens without shared experts (256 routed rows per expert) and
+// 972 with one (243 routed rows; 285 per group with the shared one averaged in, the swap tile's
+// range as deepseek-v3's 286). The host pick (default) runs the pair without shared experts and
+// the 2x1 tile with one; SERVEKIT_GEMM_PAIR_PICK=device launches both and the device picks
+// (kSwapOrPair), here under uniform routing (Poisson rows: the pair) and skewed routing (most rows
+// on a few experts: the 2x1 tile). Both GEMMs are named by kernels(), and every case matches the
+// reference.
+TEST(MoECuda, SwapOrPairPick) {
   SERVEKIT_REQUIRE_GPU();
   constexpr cuda::GemmOperand kBF16 = cuda::GemmOperand::kBF16;
   const testing::ScopedEnv which("SERVEKIT_GEMM_SWAP", "cooperative");
-  const std::string tile = cuda::kAutoSwapPair
-                               ? cuda::gemm_tile_name(cuda::swap_ab_tile_config(kBF16)) + " or " +
-                                     cuda::gemm_tile_name(cuda::swap_pair_tile_config(kBF16)) +
-                                     " (device pick)"
-                               : cuda::gemm_tile_name(cuda::swap_ab_tile_config(kBF16));
-  for (const auto& [shared, tokens] : {std::pair<int, int64_t>{0, 1024}, {1, 972}}) {
-    Case c;
-    c.shared = shared;
-    c.tokens = tokens;
-    c.max_tokens = 1024;
-    c.sample = 64;
-    MoELayer layer(make_config(c));
-    load_experts(layer, c);
-    ASSERT_EQ(cuda::routed_rows_per_group({4, shared, 16}, tokens * (4 + shared), 16 + shared),
-              shared == 0 ? 256 : 243);
-    EXPECT_EQ(layer.kernels(tokens), "dynamic: gemm1 " + tile + " + activation; gemm2 " + tile);
-    cudaStream_t stream = nullptr;
-    ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-    for (RoutingSkew skew : {RoutingSkew::kUniform, RoutingSkew::kSkewed}) {
-      c.skew = skew;
-      SCOPED_TRACE(case_name(c));
-      const Inputs in = make_inputs(c, c.tokens);
-      DeviceInputs dev(in, c);
-      check_output(layer, c, in, forward(layer, dev, stream));
+  const std::string swap = cuda::gemm_tile_name(cuda::swap_ab_tile_config(kBF16));
+  const std::string pair = cuda::gemm_tile_name(cuda::swap_pair_tile_config(kBF16));
+  for (const char* pick : {"host", "device"})
+    for (const auto& [shared, tokens] : {std::pair<int, int64_t>{0, 1024}, {1, 972}}) {
+      const testing::ScopedEnv pick_env("SERVEKIT_GEMM_PAIR_PICK", pick);
+      Case c;
+      c.shared = shared;
+      c.tokens = tokens;
+      c.max_tokens = 1024;
+      c.sample = 64;
+      MoELayer layer(make_config(c));
+      load_experts(layer, c);
+      ASSERT_EQ(cuda::routed_rows_per_group({4, shared, 16}, tokens * (4 + shared), 16 + shared),
+                shared == 0 ? 256 : 243);
+      const std::string tile = !cuda::kAutoSwapPair ? swap
+                               : std::string(pick) == "device"
+                                   ? swap + " or " + pair + " (device pick)"
+                               : shared == 0 ? pair
+                                             : swap;
+      EXPECT_EQ(layer.kernels(tokens), "dynamic: gemm1 " + tile + " + activation; gemm2 " + tile);
+      cudaStream_t stream = nullptr;
+      ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+      for (RoutingSkew skew : {RoutingSkew::kUniform, RoutingSkew::kSkewed}) {
+        c.skew = skew;
+        SCOPED_TRACE(std::string(pick) + " " + case_name(c));
+        const Inputs in = make_inputs(c, c.tokens);
+        DeviceInputs dev(in, c);
+        check_output(layer, c, in, forward(layer, dev, stream));
+      }
+      cudaStreamDestroy(stream);
     }
-    cudaStreamDestroy(stream);
-  }
 }
 
 // A misspelt SERVEKIT_GEMM_SWAP is an error at construction, not a silent auto.

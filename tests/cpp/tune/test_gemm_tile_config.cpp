@@ -102,15 +102,15 @@ TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
   using K = GemmTileKind;
   EXPECT_EQ(choose_gemm_tile(b, 16, true), K::kSmall);
   EXPECT_EQ(choose_gemm_tile(b, kSmallMTileMaxRows, true), K::kSmall);
-  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);         // qwen3 1024 tokens
-  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);        // gpt-oss 2048
-  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);         // qwen3 2048
-  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);        // gpt-oss 4096
-  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);         // deepseek-v3 4096
-  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwapOrPair);  // gpt-oss 8192 (SwapPairChoice)
-  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);         // deepseek-v3 8192
-  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);        // mixtral 2048 (qwen3-30b: below)
-  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);       // mixtral 8192
+  EXPECT_EQ(choose_gemm_tile(b, 64, true), K::kLarge);       // qwen3 1024 tokens
+  EXPECT_EQ(choose_gemm_tile(b, 64, false), K::kLarge);      // gpt-oss 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, true), K::kSwap);       // qwen3 2048
+  EXPECT_EQ(choose_gemm_tile(b, 128, false), K::kSwap);      // gpt-oss 4096
+  EXPECT_EQ(choose_gemm_tile(b, 143, true), K::kSwap);       // deepseek-v3 4096
+  EXPECT_EQ(choose_gemm_tile(b, 256, false), K::kSwapPair);  // gpt-oss 8192 (SwapPairChoice)
+  EXPECT_EQ(choose_gemm_tile(b, 286, true), K::kSwap);       // deepseek-v3 8192
+  EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);      // mixtral 2048 (qwen3-30b: below)
+  EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);     // mixtral 8192
   EXPECT_EQ(choose_gemm_tile(b, 0, true), K::kSmall);
   // No swap tile in the fp8 formats.
   for (int64_t m : {128, 256, 286}) {
@@ -369,13 +369,25 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_EQ(routed_rows_per_group(ds, 8192 * 9, 33), 256);
   EXPECT_EQ(routed_rows_per_group({}, 8192 * 9, 257), 8192 * 9 / 257);
   EXPECT_EQ(routed_rows_per_group({}, 10, 0), 0);
-  // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile,
-  // and, when the auto pick may take the pair, both for the device to choose from (kSwapOrPair:
-  // deepseek-v3's bench rows spread too widely for the pair, Poisson rows do not); a ping-pong
-  // swap GEMM never does; forcing "pair" takes the pair alone.
+  // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile;
+  // where the auto pick may take the pair, the host pick (the default) takes it without
+  // shared-expert groups and keeps the 2x1 tile with them (deepseek-v3's bench rows spread too
+  // widely for the pair), the device pick leaves it to the GPU (kSwapOrPair); a ping-pong swap
+  // GEMM never takes it; forcing "pair" takes the pair alone.
   using K = GemmTileKind;
-  const K swap_or_pair = kAutoSwapPair ? K::kSwapOrPair : K::kSwap;
-  EXPECT_EQ(choose_gemm_tile(b, 286, true, GemmTileChoice::kAuto, false, 256), swap_or_pair);
+  const K swap_or_pair = kAutoSwapPair ? K::kSwapPair : K::kSwap;
+  const GemmTileChoice a = GemmTileChoice::kAuto;
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256), swap_or_pair);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1, GemmPairPick::kDevice),
+            kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 0, GemmPairPick::kDevice),
+            kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 143, true, a, false, 128, 0, GemmPairPick::kDevice), K::kSwap);
+  EXPECT_EQ(parse_gemm_pair_pick("host"), GemmPairPick::kHost);
+  EXPECT_EQ(parse_gemm_pair_pick(""), GemmPairPick::kHost);
+  EXPECT_EQ(parse_gemm_pair_pick("device"), GemmPairPick::kDevice);
+  EXPECT_FALSE(parse_gemm_pair_pick("gpu").has_value());
   EXPECT_EQ(choose_gemm_tile(b, 143, true, GemmTileChoice::kAuto, false, 128), K::kSwap);
   // Without the routed rows the shared group's 8192 rows, averaged in, make the groups look
   // like 286 +- 17 rows, half of them spilling into a second pair: no pair.
@@ -386,8 +398,8 @@ TEST(GemmTileConfig, SwapPairChoice) {
   // 1348 rows): 269 per group, 252 per routed group.
   EXPECT_EQ(routed_rows_per_group({3, 1, 4}, 1348, 5), 252);
   EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252), swap_or_pair);
-  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kPair, false, 252), K::kSwapPair);
-  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kSwap, false, 252), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252, 1), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kPair, false, 252, 1), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 269, false), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair, true), K::kSwap);
@@ -432,6 +444,12 @@ TEST(GemmTileConfig, PairGateCountsTheGroupsTiles) {
   EXPECT_EQ(p3, 16);
   EXPECT_FALSE(pair_gate_pays(p3, s3));
   EXPECT_TRUE(pair_gate_pays(0, 0));
+  // GroupedGemmCuda.BF16SwapOrPairPickedOnTheDevice's layouts: (256, 256) 4 against 4, the pair;
+  // (17, 495) 5 against 6, the 2x1 tile.
+  auto [s4, p4] = count({256, 256});
+  EXPECT_TRUE(s4 == 4 && p4 == 4 && pair_gate_pays(p4, s4));
+  auto [s5, p5] = count({17, 495});
+  EXPECT_TRUE(s5 == 5 && p5 == 6 && !pair_gate_pays(p5, s5));
   // The margin: 21 pair tiles against 20 pay (1.05), 22 do not.
   EXPECT_TRUE(pair_gate_pays(21, 20));
   EXPECT_FALSE(pair_gate_pays(22, 20));
