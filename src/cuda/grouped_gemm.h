@@ -188,8 +188,12 @@ class GroupedGemm {
 // (choose_gemm_tile on rows_hint / G). SERVEKIT_GEMM_TILE=large, =small, =swap or =pair, read at
 // create, forces one of them (for A/B measurements; a tile the format lacks falls back to the
 // 128-row one, "pair" to the swap tile first); unset, empty or auto leaves the per-run pick, and
-// any other value makes create() throw servekit::Error, for every format. The factories below
-// build one instantiation each (the tests use them to cover every tile).
+// any other value makes create() throw servekit::Error, for every format.
+// SERVEKIT_DIAG_GEMM_TILE_UNFUSED (A/B only) does the same for the GEMMs without a fused
+// activation (the layer's GEMM2) in place of SERVEKIT_GEMM_TILE;
+// SERVEKIT_GEMM_PAIR_PICK=host|device says who picks between the 2x1 swap tile and its pair
+// (GemmPairPick). The factories below build one instantiation each (the tests use them to cover
+// every tile).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
                                                             int device);
