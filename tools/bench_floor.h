@@ -97,19 +97,23 @@ inline double tensor_core_TFLOPs(QuantMethod m, const Ceilings& c) {
   return fp8_math ? c.fp8_TFLOPs : c.bf16_TFLOPs;
 }
 
+// Rows per local routed expert in ids [T, K] (global ids; others and -1 are not local).
+inline std::vector<int64_t> local_expert_rows(const int32_t* ids, int64_t tokens, int top_k,
+                                              int expert_offset, int local_experts) {
+  std::vector<int64_t> rows(static_cast<size_t>(std::max(local_experts, 0)), 0);
+  for (int64_t i = 0; i < tokens * top_k; ++i) {
+    const int l = ids[i] - expert_offset;
+    if (ids[i] >= 0 && l >= 0 && l < local_experts) ++rows[static_cast<size_t>(l)];
+  }
+  return rows;
+}
+
 // Distinct local routed experts in ids [T, K] (global ids; others and -1 are not local).
 inline int count_touched_experts(const int32_t* ids, int64_t tokens, int top_k, int expert_offset,
                                  int local_experts) {
-  std::vector<char> hit(static_cast<size_t>(local_experts), 0);
-  int n = 0;
-  for (int64_t i = 0; i < tokens * top_k; ++i) {
-    const int l = ids[i] - expert_offset;
-    if (ids[i] >= 0 && l >= 0 && l < local_experts && !hit[l]) {
-      hit[l] = 1;
-      ++n;
-    }
-  }
-  return n;
+  const std::vector<int64_t> rows =
+      local_expert_rows(ids, tokens, top_k, expert_offset, local_experts);
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](int64_t r) { return r > 0; }));
 }
 
 // How the routed rows spread over the local experts (untouched ones count as 0 rows): the
@@ -124,21 +128,18 @@ struct ExpertRows {
 };
 inline ExpertRows expert_row_stats(const int32_t* ids, int64_t tokens, int top_k, int expert_offset,
                                    int local_experts) {
-  std::vector<int64_t> rows(static_cast<size_t>(local_experts), 0);
-  for (int64_t i = 0; i < tokens * top_k; ++i) {
-    const int l = ids[i] - expert_offset;
-    if (ids[i] >= 0 && l >= 0 && l < local_experts) ++rows[static_cast<size_t>(l)];
-  }
+  const std::vector<int64_t> rows =
+      local_expert_rows(ids, tokens, top_k, expert_offset, local_experts);
   ExpertRows r;
-  if (local_experts < 1) return r;
+  if (rows.empty()) return r;
   double sum = 0, sq = 0;
   for (int64_t x : rows) {
     r.max = std::max(r.max, static_cast<int>(x));
     sum += static_cast<double>(x);
   }
-  const double mean = sum / local_experts;
+  const double mean = sum / static_cast<double>(rows.size());
   for (int64_t x : rows) sq += (static_cast<double>(x) - mean) * (static_cast<double>(x) - mean);
-  r.sd = std::sqrt(sq / local_experts);
+  r.sd = std::sqrt(sq / static_cast<double>(rows.size()));
   return r;
 }
 

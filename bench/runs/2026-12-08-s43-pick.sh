@@ -3,7 +3,7 @@
 # a switch (SERVEKIT_GEMM_PAIR_PICK=host|device, host the default), then host against device pick
 # on one lease. Session 42's device-pick rows (ab/2026-12-06-s42-vote) ran 3-4% above earlier
 # leases' numbers for the tile the device picked, with no same-lease baseline.
-#   1. build with tests (16 jobs); the whole GPU suite (ctest -L gpu), time-boxed
+#   1. build with tests (every core); the whole GPU suite (ctest -L gpu), time-boxed
 #   2. dynamic bf16 uniform, --peer off, two rounds alternating host / device:
 #      deepseek-v3 8192 (the device should keep the 2x1 tile: 1.29x the tiles in pairs),
 #      gpt-oss-120b 8192 and qwen3-235b 4096 (both pick the pair)
@@ -16,11 +16,7 @@ BUDGET_S=${BUDGET_S:-570}
 B=build
 work_dir pick
 nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tee -a "$W/$WORK_NAME.txt"
-EXTRA=()
-[[ -f /usr/include/gtest/gtest.h ]] || EXTRA+=(-DGTEST_ROOT="$PWD/.deps/gtest")
-env JOBS=16 BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=ON "${EXTRA[@]}" \
-  >"$W/build.log" 2>&1 || { say "build failed: $(tail -n 20 "$W/build.log")"; exit 1; }
-say "built"
+build_tests "$W/build.log"
 t=$(($(left) - 200)); ((t > 260)) && t=260
 (cd $B && timeout $t ctest -L gpu --output-on-failure >"$W/tests-gpu.log" 2>&1)
 say "gpu suite rc=$? $(grep -E 'tests passed|failed out of' "$W/tests-gpu.log")"

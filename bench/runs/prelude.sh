@@ -13,6 +13,16 @@ build_dev() {
   env JOBS="$(nproc)" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh >"$1" 2>&1 ||
     { tail -n 40 "$1"; exit 1; }
 }
+# build_tests LOG: B built with the tests (GoogleTest from the system, else .deps/gtest) on every
+# core; says "built", or ends the calling script with the log's tail. Needs say. Scripts of
+# session 43 on (session 42's, which spelt it out, are records of what ran).
+build_tests() {
+  local extra=()
+  [[ -f /usr/include/gtest/gtest.h ]] || extra+=(-DGTEST_ROOT="$PWD/.deps/gtest")
+  env JOBS="$(nproc)" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=ON \
+    "${extra[@]}" >"$1" 2>&1 || { say "build failed: $(tail -n 20 "$1")"; exit 1; }
+  say "built"
+}
 # bench_row TAG ENV... -- BENCH_ARGS...: one `servekit bench moe` run of $BIN (default
 # $B/servekit) with the given environment (e.g. SERVEKIT_STATIC_ROW_COST=5), --peer off, into
 # $W/TAG.json and $W/TAG.log, time-boxed to 60 s and to left() (skipped with a line when under

@@ -75,7 +75,7 @@ class TileChoosingGemm final : public GroupedGemm {
     if (device_picks(rows_hint))
       return gemm_tile_name(swap_->config().tile) + " or " + gemm_tile_name(pair_->config().tile) +
              " (device pick)";
-    return gemm_tile_name(pick(rows_hint).config().tile);
+    return GroupedGemm::tile_name(rows_hint);
   }
   const GroupedGemmShape& shape() const override { return large_->shape(); }
   GemmConfig config(int64_t rows_hint) const override { return pick(rows_hint).config(); }
@@ -85,9 +85,7 @@ class TileChoosingGemm final : public GroupedGemm {
 
  private:
   const GroupedGemm& pick(int64_t rows_hint) const {
-    const GroupedGemmShape& s = large_->shape();
-    const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
-    switch (kind_for(rows)) {
+    switch (kind_for_hint(rows_hint)) {
       case GemmTileKind::kSmall:
         if (small_) return *small_;
         break;
@@ -109,8 +107,11 @@ class TileChoosingGemm final : public GroupedGemm {
 
   // Whether a run of rows_hint launches the 2x1 swap tile and its pair, for the device to pick.
   bool device_picks(int64_t rows_hint) const {
-    const int64_t rows = rows_hint > 0 ? rows_hint : large_->shape().capacity_rows;
-    return kind_for(rows) == GemmTileKind::kSwapOrPair && swap_ && pair_;
+    return kind_for_hint(rows_hint) == GemmTileKind::kSwapOrPair && swap_ && pair_;
+  }
+  // kind_for on a run's rows_hint (0: the shape's capacity_rows).
+  GemmTileKind kind_for_hint(int64_t rows_hint) const {
+    return kind_for(rows_hint > 0 ? rows_hint : large_->shape().capacity_rows);
   }
 
   // choose_gemm_tile's padding model costs 2-10 us of host time (it sums over the spread of a
