@@ -247,17 +247,20 @@ constexpr bool has_swap_pair_tile(GemmOperand op) {
 // weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
 // 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1): 2048 tokens 452.8, 451.8 /
 // 464.9, 464.6; 8192 1233.8 / 1292.8.
-// k-steps of 128 (3 stages of 36 KB), not 64 (6 of 18 KB): the same bytes in flight, half the
-// barrier, fence and wgmma-issue work per byte. Measured on an H100 (session 39,
-// ab/2026-12-06-s39-pp*, qwen3-30b bf16 dynamic, us, k-step 64 / 128, two rounds):
-// 1024 tokens 519.3, 519.1 / 507.7, 507.2; 2048 591.3, 589.9 / 565.2, 565.5; 4096 820.6, 822.6 /
-// 784.7, 784.5; 8192 1345.3, 1349.7 / 1340.4, 1339.3; 16384 2462.3, 2417.8 / 2456.3, 2466.3.
-// -DSERVEKIT_DIAG_SWAP_PP_TILE_K=64 builds the old step for A/B.
+// k-steps of 64 (6 stages of 18 KB), the step the issue's card runs faster. Measured, qwen3-30b
+// bf16 dynamic, us, k-step 64 / 128, two rounds on one lease each:
+// - H200 (session 43, ab/2026-12-06-s43-kstep): 2048 tokens 438.9, 439.5 / 435.9, 435.8; 4096 643.1
+//   / 675.1; 8192 1167.9, 1173.8 / 1205.9, 1206.6.
+// - H100 (session 39, ab/2026-12-06-s39-pp*): 1024 519.3, 519.1 / 507.7, 507.2; 2048 591.3, 589.9 /
+//   565.2, 565.5; 4096 820.6, 822.6 / 784.7, 784.5; 8192 1345.3, 1349.7 / 1340.4, 1339.3.
+// So the two cards disagree: 128 is 4% faster on the H100 at 1024-4096 tokens, 3-5% slower on the
+// H200 at 4096-8192 (level at 2048). Sessions 40-42 ran 128 as the default (H100 only).
+// -DSERVEKIT_DIAG_SWAP_PP_TILE_K=128 builds the other step for A/B.
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
 #endif
 #ifndef SERVEKIT_DIAG_SWAP_PP_TILE_K
-#define SERVEKIT_DIAG_SWAP_PP_TILE_K 128
+#define SERVEKIT_DIAG_SWAP_PP_TILE_K 64
 #endif
 // A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_N=2 puts two token tiles in a cluster too, the weight
 // tile multicast to both (with the default 2 along M, a 2x2 cluster: L2 bytes per MAC

@@ -301,7 +301,7 @@ TEST(GemmTileConfig, SwapPingpongTile) {
   EXPECT_TRUE(t.swap_ab);
   EXPECT_EQ(t.schedule, GemmSchedule::kPingpong);
   EXPECT_EQ(t.tile_m, 128);
-  EXPECT_EQ(t.tile_k, 128);  // k-steps of 128 since session 39 (gemm_tile_config.h)
+  EXPECT_EQ(t.tile_k, 64);  // k-steps of 64 again since session 43, the H200 (gemm_tile_config.h)
   EXPECT_EQ(t.token_rows(), swap_ab_tile_config(GemmOperand::kBF16).token_rows());
   EXPECT_TRUE(gemm_tile_fuses_activation(GemmOperand::kBF16, t));
   EXPECT_EQ(t.tile_m / 2, w13_interleave_rows(GemmOperand::kBF16, true));
