@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Prepared in session 35, not run yet (the flagged TU compiled for sm_90a on the CPU machine: 168
+# Superseded, do not run: session 36's 2026-12-05-s36-pp.sh and session 39's s39-pp.sh ran this
+# A/B, and since session 43 both k-steps are compiled (SERVEKIT_GEMM_PP_TILE_K=64|128 at run time;
+# the -DSERVEKIT_DIAG_SWAP_PP_TILE_K flag below no longer exists).
+# Prepared in session 35 (the flagged TU compiled for sm_90a on the CPU machine: 168
 # registers, no stack). bf16's ping-pong swap tile (qwen3-30b's GEMMs) with k-steps of 128
 # (-DSERVEKIT_DIAG_SWAP_PP_TILE_K=128, gemm_tile_config.h: 3 stages instead of 6 of 64, the same
 # bytes in flight) against main's 64. At 2048 tokens a k-step of 64 is ~0.31 us of wgmma (128 x

@@ -25,6 +25,11 @@
 //                                   unless the routing has a shared expert; device launches both
 //                                   and the GPU gives the work to one by the experts' actual rows.
 //                                   Results are identical either way.
+//   SERVEKIT_GEMM_PP_TILE_K=auto|64|128  the k-step of bf16's ping-pong swap tile (read by
+//                                   GroupedGemm::create, swap_pp_tile_k): auto (default) takes
+//                                   128 on an H100 and 64 elsewhere (swap_pp_tile_k_for_device,
+//                                   gemm_tile_config.h, with the measurements). Both steps
+//                                   pass the same GEMM tests against the reference.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

@@ -234,33 +234,31 @@ constexpr bool has_swap_pair_tile(GemmOperand op) {
   return !(swap_pair_tile_config(op) == compiled_tile_config(op));
 }
 
-// The fourth instantiation of bf16: the swap-AB tile as 128 weight rows x 144 tokens, ping-pong
-// (each warp group a whole tile, so one group's epilogue, the fused activation included, runs
-// under the other's mainloop; 144 accumulators per thread, 3 stages of k = 128). It replaces the
-// cooperative swap tile in the GEMMs that use_swap_pingpong picks. Its fused activation needs W13
-// in 64-row gate/up blocks (a thread holds weight rows r and r + 64). Measured on the H200 (session
-// 34, ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs, dynamic bf16 layer, us,
-// cooperative vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0, 451.8; qwen3-235b 2048
-// 1498.6, 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7; deepseek-v3 8192 14017.6 vs
-// 17421.7.
-// A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with four CTAs per cluster along the
-// weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
-// 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1): 2048 tokens 452.8, 451.8 /
-// 464.9, 464.6; 8192 1233.8 / 1292.8.
-// k-steps of 64 (6 stages of 18 KB), the step the card runs faster. Measured, qwen3-30b
-// bf16 dynamic, us, k-step 64 / 128, two rounds on one lease each:
+// The fourth and fifth instantiations of bf16: the swap-AB tile as 128 weight rows x 144 tokens,
+// ping-pong (each warp group a whole tile, so one group's epilogue, the fused activation included,
+// runs under the other's mainloop; 144 accumulators per thread), with k-steps of 64 and of 128
+// (below). It replaces the cooperative swap tile in the GEMMs that use_swap_pingpong picks. Its
+// fused activation needs W13 in 64-row gate/up blocks (a thread holds weight rows r and r + 64).
+// Measured on the H200 (session 34, ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs,
+// dynamic bf16 layer, us, cooperative vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0,
+// 451.8; qwen3-235b 2048 1498.6, 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7;
+// deepseek-v3 8192 14017.6 vs 17421.7. A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with
+// four CTAs per cluster along the weights (the token tile multicast to four weight tiles instead of
+// two). Measured slower (session 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1):
+// 2048 tokens 452.8, 451.8 / 464.9, 464.6; 8192 1233.8 / 1292.8. Two k-steps are compiled, 64 (6
+// stages of 18 KB) and 128 (3 of 36 KB), and the cards disagree on which is faster. Measured,
+// qwen3-30b bf16 dynamic, us, k-step 64 / 128, one lease each:
 // - H200 (session 43, ab/2026-12-06-s43-kstep): 2048 tokens 438.9, 439.5 / 435.9, 435.8; 4096 643.1
 //   / 675.1; 8192 1167.9, 1173.8 / 1205.9, 1206.6.
 // - H100 (session 39, ab/2026-12-06-s39-pp*): 1024 519.3, 519.1 / 507.7, 507.2; 2048 591.3, 589.9 /
 //   565.2, 565.5; 4096 820.6, 822.6 / 784.7, 784.5; 8192 1345.3, 1349.7 / 1340.4, 1339.3.
-// So the two cards disagree: 128 is 4% faster on the H100 at 1024-4096 tokens, 3-5% slower on the
-// H200 at 4096-8192 (level at 2048). Sessions 40-42 ran 128 as the default (H100 only).
-// -DSERVEKIT_DIAG_SWAP_PP_TILE_K=128 builds the other step for A/B.
+// - H100 (session 40, ab/2026-12-06-s40-ab8k): 2048 586.9, 587.8 / 566.5, 565.6; 4096 816.4 /
+// 783.8;
+//   6144 level; 8192 1292-1336 (bimodal) / 1334-1342; 16384 level.
+// So 128 is 4% faster on the H100 up to 4096 tokens and level above; 3-5% slower on the H200 at
+// 4096-8192 and level at 2048. swap_pp_tile_k_for_device picks per card.
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
-#endif
-#ifndef SERVEKIT_DIAG_SWAP_PP_TILE_K
-#define SERVEKIT_DIAG_SWAP_PP_TILE_K 64
 #endif
 // A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_N=2 puts two token tiles in a cluster too, the weight
 // tile multicast to both (with the default 2 along M, a 2x2 cluster: L2 bytes per MAC
@@ -272,11 +270,12 @@ constexpr bool has_swap_pair_tile(GemmOperand op) {
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_N
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_N 1
 #endif
-constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
+// tile_k: 64 or 128, the two k-steps compiled (grouped_gemm_bf16_swap_pp*.cu).
+constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op, int tile_k = 64) {
   if (op == GemmOperand::kBF16) {
     GemmTileConfig t{128,
                      144,
-                     SERVEKIT_DIAG_SWAP_PP_TILE_K,
+                     tile_k,
                      SERVEKIT_DIAG_SWAP_PP_CLUSTER_M,
                      SERVEKIT_DIAG_SWAP_PP_CLUSTER_N,
                      GemmSchedule::kPingpong};
@@ -287,6 +286,20 @@ constexpr GemmTileConfig swap_pp_tile_config(GemmOperand op) {
 }
 constexpr bool has_swap_pp_tile(GemmOperand op) {
   return !(swap_pp_tile_config(op) == compiled_tile_config(op));
+}
+// The ping-pong swap tile's k-step on a card, by its name (cudaDeviceProp::name): 128 on an H100
+// (measured on the H100 80GB HBM3; other H100 parts are assumed alike), 64 on anything else (the
+// H200, measured; unmeasured cards take its step).
+constexpr int swap_pp_tile_k_for_device(std::string_view device_name) {
+  return device_name.find("H100") != std::string_view::npos ? 128 : 64;
+}
+// SERVEKIT_GEMM_PP_TILE_K: "auto" or empty -> 0 (the card's step), "64" or "128"; anything else is
+// not a step.
+constexpr std::optional<int> parse_swap_pp_tile_k(std::string_view s) {
+  if (s.empty() || s == "auto") return 0;
+  if (s == "64") return 64;
+  if (s == "128") return 128;
+  return std::nullopt;
 }
 
 // Which swap-AB tile a GEMM builds (SERVEKIT_GEMM_SWAP, read by the MoE layer at construction).

@@ -1,6 +1,7 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
 // between a format's tiles (bf16: three or four, fp8_block128: two).
 #include "cuda/grouped_gemm.h"
+#include "cuda/runtime.h"
 #include "servekit/error.h"
 
 #include <atomic>
@@ -38,7 +39,24 @@ GemmPairPick pair_pick_from_env() {
   return *p;
 }
 
+// SERVEKIT_GEMM_PP_TILE_K=auto|64|128 (unset or empty: auto, returned as 0). Any other value is
+// an error.
+int swap_pp_tile_k_from_env() {
+  const char* v = std::getenv("SERVEKIT_GEMM_PP_TILE_K");
+  if (v == nullptr) return 0;
+  const std::optional<int> k = parse_swap_pp_tile_k(v);
+  SERVEKIT_CHECK(k.has_value(), "SERVEKIT_GEMM_PP_TILE_K='", v, "' must be auto, 64 or 128");
+  return *k;
+}
+
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
+
+// bf16's swap-AB factory: the ping-pong tile at the device's k-step, or the cooperative one.
+Factory bf16_swap_factory(const GroupedGemmShape& shape, int device) {
+  if (!shape.swap_pingpong) return make_grouped_gemm_bf16_swap;
+  return swap_pp_tile_k(device) == 128 ? make_grouped_gemm_bf16_swap_pp_k128
+                                       : make_grouped_gemm_bf16_swap_pp;
+}
 
 // A format's instantiations over one shape (the 128-row tile, and the 64-row, swap-AB and pair
 // swap-AB tiles where the format has them: a null factory means none); each run picks by its
@@ -140,9 +158,18 @@ class TileChoosingGemm final : public GroupedGemm {
 
 }  // namespace
 
+int swap_pp_tile_k(int device) {
+  const int forced = swap_pp_tile_k_from_env();
+  if (forced != 0) return forced;
+  cudaDeviceProp prop{};
+  SERVEKIT_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  return swap_pp_tile_k_for_device(prop.name);
+}
+
 std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, int device) {
   const GemmTileChoice choice = tile_choice_from_env(shape);  // a bad value throws for every format
   const GemmPairPick pair_pick = pair_pick_from_env();
+  swap_pp_tile_k_from_env();  // a bad value throws for every format, as the two above
   const GemmRoutingHint& r = shape.routing;
   const bool no_hint = r.top_k == 0 && r.shared_groups == 0 && r.experts == 0;
   SERVEKIT_CHECK(
@@ -157,8 +184,7 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
       return std::make_unique<TileChoosingGemm>(
           shape, device,
           shape.act.interleave_rows == 64 ? make_grouped_gemm_bf16_w64 : make_grouped_gemm_bf16,
-          make_grouped_gemm_bf16_small_m,
-          shape.swap_pingpong ? make_grouped_gemm_bf16_swap_pp : make_grouped_gemm_bf16_swap,
+          make_grouped_gemm_bf16_small_m, bf16_swap_factory(shape, device),
           // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none;
           // the host pick none with shared-expert groups).
           !shape.swap_pingpong && ((kAutoSwapPair && (pair_pick == GemmPairPick::kDevice ||

@@ -181,6 +181,12 @@ class GroupedGemm {
   }
 };
 
+// The k-step (64 or 128) of the ping-pong swap tile that create() builds on a device:
+// SERVEKIT_GEMM_PP_TILE_K=64|128 when set, else swap_pp_tile_k_for_device of the device's name
+// (gemm_tile_config.h; unset, empty or auto). Throws servekit::Error for any other value, or when
+// the device's properties cannot be read.
+int swap_pp_tile_k(int device);
+
 // Per-format factories, one CUTLASS instantiation each (grouped_gemm_<format>.cu).
 // create() returns, for bf16 and fp8_block128, a GroupedGemm holding the format's
 // instantiations (128-row and 64-row tiles, and for bf16 the swap-AB tile and, where that is the
@@ -192,14 +198,16 @@ class GroupedGemm {
 // SERVEKIT_DIAG_GEMM_TILE_UNFUSED (A/B only) does the same for the GEMMs without a fused
 // activation (the layer's GEMM2) in place of SERVEKIT_GEMM_TILE;
 // SERVEKIT_GEMM_PAIR_PICK=host|device says who picks between the 2x1 swap tile and its pair
-// (GemmPairPick). The factories below build one instantiation each (the tests use them to cover
-// every tile).
+// (GemmPairPick); the ping-pong swap tile's k-step is swap_pp_tile_k(device). The factories below
+// build one instantiation each (the tests use them to cover every tile).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_small_m(const GroupedGemmShape& shape,
                                                             int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp(const GroupedGemmShape& shape,
                                                             int device);
+std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp_k128(const GroupedGemmShape& shape,
+                                                                 int device);
 // The cooperative swap-AB tile in a 1x2 cluster along the tokens (swap_pair_tile_config).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pair(const GroupedGemmShape& shape,
                                                               int device);

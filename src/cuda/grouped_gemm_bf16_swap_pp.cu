@@ -1,7 +1,8 @@
-// The ping-pong swap-AB CUTLASS instantiation of the bf16 grouped GEMM (swap_pp_tile_config: 128
-// weight rows x 144 tokens), the swap tile of the GEMMs that use_swap_pingpong picks
-// (GroupedGemmShape::swap_pingpong). m64n144k16 is one of CuTe's extended sm90 MMA shapes, as in
-// grouped_gemm_bf16_swap.cu.
+// The ping-pong swap-AB CUTLASS instantiation of the bf16 grouped GEMM with k-steps of 64
+// (swap_pp_tile_config: 128 weight rows x 144 tokens), the swap tile of the GEMMs that
+// use_swap_pingpong picks (GroupedGemmShape::swap_pingpong) on cards whose step is 64
+// (swap_pp_tile_k). m64n144k16 is one of CuTe's extended sm90 MMA shapes, as in
+// grouped_gemm_bf16_swap.cu. The step of 128 is grouped_gemm_bf16_swap_pp_k128.cu.
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #include "cuda/kernels/gemm/grouped_gemm_runner.cuh"
 
@@ -9,7 +10,7 @@ namespace servekit::cuda {
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp(const GroupedGemmShape& shape,
                                                             int device) {
-  constexpr GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16);
+  constexpr GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16, 64);
   return gemm::make_runner<gemm::Sm90GroupedGemm<GemmOperand::kBF16, t.tile_m, t.tile_n, t.tile_k,
                                                  t.cluster_m, t.cluster_n, t.schedule, t.swap_ab>>(
       shape, device);

@@ -379,10 +379,34 @@ TEST(GroupedGemmCuda, BF16SwapOrPairPickedOnTheDevice) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
-// The ping-pong swap-AB bf16 tile (128 weight rows x 144 tokens): N = 3712 is 29 weight tiles (an
-// odd count: the 2x1 cluster's last pair has a tile past N).
+// The ping-pong swap-AB bf16 tile (128 weight rows x 144 tokens), k-steps of 64 and of 128: N =
+// 3712 is 29 weight tiles (an odd count: the 2x1 cluster's last pair has a tile past N).
 TEST(GroupedGemmCuda, BF16SwapPingpong) {
   run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pp);
+  run_case(GemmOperand::kBF16, 3712, 2880, make_grouped_gemm_bf16_swap_pp_k128);
+}
+// create() builds the ping-pong swap tile at the card's k-step (swap_pp_tile_k: the device's name,
+// unless SERVEKIT_GEMM_PP_TILE_K says 64 or 128); any other value throws, for every format.
+TEST(GroupedGemmCuda, SwapPingpongStepPerCard) {
+  SERVEKIT_REQUIRE_GPU();
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  EXPECT_EQ(swap_pp_tile_k(0), swap_pp_tile_k_for_device(prop.name)) << prop.name;
+  const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "swap");
+  GroupedGemmShape pp{GemmOperand::kBF16, 5, 3712, 2880, 318};
+  pp.swap_pingpong = true;
+  EXPECT_TRUE(GroupedGemm::create(pp, 0)->config().tile ==
+              swap_pp_tile_config(GemmOperand::kBF16, swap_pp_tile_k(0)));
+  for (int k : {64, 128}) {
+    const testing::ScopedEnv step("SERVEKIT_GEMM_PP_TILE_K", std::to_string(k).c_str());
+    EXPECT_EQ(swap_pp_tile_k(0), k);
+    EXPECT_TRUE(GroupedGemm::create(pp, 0)->config().tile ==
+                swap_pp_tile_config(GemmOperand::kBF16, k));
+  }
+  const testing::ScopedEnv step("SERVEKIT_GEMM_PP_TILE_K", "96");
+  EXPECT_THROW(swap_pp_tile_k(0), Error);
+  EXPECT_THROW(GroupedGemm::create(pp, 0), Error);
+  EXPECT_THROW(GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0), Error);
 }
 // B's group stride (b_group_stride): every group on one matrix (what the GEMM probe times) and
 // groups with padding between them, on the swap-AB tile (B is the kernel's A operand there) and
@@ -614,6 +638,8 @@ TEST(GroupedGemmCuda, BF16SwapPairFusedActivation) {
 TEST(GroupedGemmCuda, BF16SwapPingpongFusedActivation) {
   run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16, make_grouped_gemm_bf16_swap_pp,
                             1408, 2880, 64);
+  run_fused_activation_case(GemmOperand::kBF16, ActFormat::kBF16,
+                            make_grouped_gemm_bf16_swap_pp_k128, 1408, 2880, 64);
 }
 // The 64-row tile has no fused epilogue, and the swap-AB tile none for an e4m3 intermediate
 // (mxfp4_w4a8's round trip): they report it, and a run that asks for it throws; a fused shape
@@ -701,7 +727,7 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
     GroupedGemmShape pp{GemmOperand::kBF16, 5, 3712, 2880, 318};
     pp.swap_pingpong = true;
     EXPECT_TRUE(GroupedGemm::create(pp, 0)->config().tile ==
-                swap_pp_tile_config(GemmOperand::kBF16));
+                swap_pp_tile_config(GemmOperand::kBF16, swap_pp_tile_k(0)));
     EXPECT_TRUE(
         GroupedGemm::create({GemmOperand::kFP8Block128, 5, 2880, 2944, 318}, 0)->config().tile ==
         compiled_tile_config(GemmOperand::kFP8Block128));

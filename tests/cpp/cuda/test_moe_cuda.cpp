@@ -19,6 +19,7 @@
 #include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
 #include "cuda/gemm_tile_config.h"
+#include "cuda/grouped_gemm.h"
 #include "gpu_test_util.h"
 #include "servekit/moe.h"
 
@@ -579,8 +580,9 @@ TEST(MoECuda, SwapTileMatchesReference) {
       constexpr cuda::GemmOperand kBF16 = cuda::GemmOperand::kBF16;
       const std::string swap_tile = cuda::gemm_tile_name(
           std::string(tile_choice) == "pair" ? cuda::swap_pair_tile_config(kBF16)
-          : std::string(swap) == "pingpong"  ? cuda::swap_pp_tile_config(kBF16)
-                                             : cuda::swap_ab_tile_config(kBF16));
+          : std::string(swap) == "pingpong"
+              ? cuda::swap_pp_tile_config(kBF16, cuda::swap_pp_tile_k(0))
+              : cuda::swap_ab_tile_config(kBF16));
       EXPECT_EQ(layer.kernels(1000),
                 "dynamic: gemm1 " + swap_tile + " + activation; gemm2 " + swap_tile);
       cudaStream_t stream = nullptr;

@@ -301,7 +301,12 @@ TEST(GemmTileConfig, SwapPingpongTile) {
   EXPECT_TRUE(t.swap_ab);
   EXPECT_EQ(t.schedule, GemmSchedule::kPingpong);
   EXPECT_EQ(t.tile_m, 128);
-  EXPECT_EQ(t.tile_k, 64);  // k-steps of 64 again since session 43, the H200 (gemm_tile_config.h)
+  EXPECT_EQ(t.tile_k, 64);  // the default argument; the other compiled step is 128
+  const GemmTileConfig k128 = swap_pp_tile_config(GemmOperand::kBF16, 128);
+  EXPECT_EQ(k128.tile_k, 128);
+  GemmTileConfig same = k128;
+  same.tile_k = 64;
+  EXPECT_TRUE(same == t);  // the k-step is the only difference
   EXPECT_EQ(t.token_rows(), swap_ab_tile_config(GemmOperand::kBF16).token_rows());
   EXPECT_TRUE(gemm_tile_fuses_activation(GemmOperand::kBF16, t));
   EXPECT_EQ(t.tile_m / 2, w13_interleave_rows(GemmOperand::kBF16, true));
@@ -310,6 +315,22 @@ TEST(GemmTileConfig, SwapPingpongTile) {
   EXPECT_TRUE(has_swap_pp_tile(GemmOperand::kBF16));
   EXPECT_FALSE(has_swap_pp_tile(GemmOperand::kFP8Block128));
   EXPECT_FALSE(has_swap_pp_tile(GemmOperand::kFP8PerTensor));
+}
+
+// The ping-pong swap tile's k-step per card (session 43: 128 measured faster on the H100, 64 on
+// the H200) and SERVEKIT_GEMM_PP_TILE_K's values.
+TEST(GemmTileConfig, SwapPingpongStepPerCard) {
+  EXPECT_EQ(swap_pp_tile_k_for_device("NVIDIA H100 80GB HBM3"), 128);
+  EXPECT_EQ(swap_pp_tile_k_for_device("NVIDIA H100 PCIe"), 128);
+  EXPECT_EQ(swap_pp_tile_k_for_device("NVIDIA H200"), 64);
+  EXPECT_EQ(swap_pp_tile_k_for_device("NVIDIA GH200 480GB"), 64);  // not measured: the default
+  EXPECT_EQ(swap_pp_tile_k_for_device(""), 64);
+  EXPECT_EQ(parse_swap_pp_tile_k(""), 0);
+  EXPECT_EQ(parse_swap_pp_tile_k("auto"), 0);
+  EXPECT_EQ(parse_swap_pp_tile_k("64"), 64);
+  EXPECT_EQ(parse_swap_pp_tile_k("128"), 128);
+  for (const char* bad : {"96", "256", "0", "Auto", " 64", "64k"})
+    EXPECT_FALSE(parse_swap_pp_tile_k(bad).has_value()) << bad;
 }
 
 // bf16's pair swap-AB tile: the cooperative 256x144 swap tile in a cluster of two along the
