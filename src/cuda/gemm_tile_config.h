@@ -242,21 +242,24 @@ constexpr bool has_swap_pair_tile(GemmOperand op) {
 // Measured on the H200 (session 34, ab/2026-12-03-s34-swap-pp, as the swap tile of both GEMMs,
 // dynamic bf16 layer, us, cooperative vs ping-pong): qwen3-30b 2048 tokens 488.5, 488.3 vs 451.0,
 // 451.8; qwen3-235b 2048 1498.6, 1500.2 vs 1538.1, 1535.1; gpt-oss-120b 4096 2019.5 vs 2111.7;
-// deepseek-v3 8192 14017.6 vs 17421.7. A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with
-// four CTAs per cluster along the weights (the token tile multicast to four weight tiles instead of
-// two). Measured slower (session 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1):
-// 2048 tokens 452.8, 451.8 / 464.9, 464.6; 8192 1233.8 / 1292.8. Two k-steps are compiled, 64 (6
-// stages of 18 KB) and 128 (3 of 36 KB), and the cards disagree on which is faster. Measured,
-// qwen3-30b bf16 dynamic, us, k-step 64 / 128, one lease each:
-// - H200 (session 43, ab/2026-12-06-s43-kstep): 2048 tokens 438.9, 439.5 / 435.9, 435.8; 4096 643.1
-//   / 675.1; 8192 1167.9, 1173.8 / 1205.9, 1206.6.
-// - H100 (session 39, ab/2026-12-06-s39-pp*): 1024 519.3, 519.1 / 507.7, 507.2; 2048 591.3, 589.9 /
-//   565.2, 565.5; 4096 820.6, 822.6 / 784.7, 784.5; 8192 1345.3, 1349.7 / 1340.4, 1339.3.
-// - H100 (session 40, ab/2026-12-06-s40-ab8k): 2048 586.9, 587.8 / 566.5, 565.6; 4096 816.4 /
-// 783.8;
-//   6144 level; 8192 1292-1336 (bimodal) / 1334-1342; 16384 level.
-// So 128 is 4% faster on the H100 up to 4096 tokens and level above; 3-5% slower on the H200 at
-// 4096-8192 and level at 2048. swap_pp_tile_k_for_device picks per card.
+// deepseek-v3 8192 14017.6 vs 17421.7.
+//
+// A/B only: -DSERVEKIT_DIAG_SWAP_PP_CLUSTER_M=4 builds it with four CTAs per cluster along the
+// weights (the token tile multicast to four weight tiles instead of two). Measured slower (session
+// 35, ab/2026-12-03-s35-pp-cluster4, qwen3-30b bf16, us, 2x1 / 4x1): 2048 tokens 452.8, 451.8 /
+// 464.9, 464.6; 8192 1233.8 / 1292.8.
+//
+// The k-step: 64 (6 stages of 18 KB) or 128 (3 of 36 KB), both compiled, and the cards disagree
+// on which is faster. qwen3-30b bf16 dynamic, us, k-step 64 / 128, one lease each:
+//   H200, session 43 (ab/2026-12-06-s43-kstep): 2048 tokens 438.9, 439.5 / 435.9, 435.8;
+//     4096 643.1 / 675.1; 8192 1167.9, 1173.8 / 1205.9, 1206.6.
+//   H100, session 39 (ab/2026-12-06-s39-pp*): 1024 519.3, 519.1 / 507.7, 507.2; 2048 591.3,
+//     589.9 / 565.2, 565.5; 4096 820.6, 822.6 / 784.7, 784.5; 8192 1345.3, 1349.7 / 1340.4,
+//     1339.3.
+//   H100, session 40 (ab/2026-12-06-s40-ab8k): 2048 586.9, 587.8 / 566.5, 565.6; 4096 816.4 /
+//     783.8; 6144 level; 8192 1292-1336 (bimodal) / 1334-1342; 16384 level.
+// So 128 is 4% faster on the H100 up to 4096 tokens and level above, and 3-5% slower on the H200
+// at 4096-8192 (level at 2048): swap_pp_tile_k_for_device picks per card.
 #ifndef SERVEKIT_DIAG_SWAP_PP_CLUSTER_M
 #define SERVEKIT_DIAG_SWAP_PP_CLUSTER_M 2
 #endif
