@@ -8,7 +8,7 @@
 #      (H100: 128 4% faster at 2048-4096, level at 8192; H200: 64 faster at 4096-8192), and auto
 #      matches the faster step of this card.
 #   3. issue 3's rows with the cuBLAS peer (issue3_rows): on an H200 these are the target rows.
-# Prediction: suite 152/152; auto equal (within 1%) to the card's step.
+# Prediction: suite 151/151; auto equal (within 1%) to the card's step.
 # Device (carry [".deps"], ~9 min): SERVEKIT_COMMIT=<sha> BUDGET_S=570 bash bench/runs/2026-12-10-s44-check.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
