@@ -18,9 +18,7 @@ work_dir check
 nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tee -a "$W/$WORK_NAME.txt"
 build_tests "$W/build.log"
 t=$(($(left) - 230)); ((t > 260)) && t=260
-(cd $B && timeout $t ctest -L gpu --output-on-failure >"$W/tests-gpu.log" 2>&1)
-say "gpu suite rc=$? $(grep -E 'tests passed|failed out of' "$W/tests-gpu.log")"
-grep -E "^\s+[0-9]+ - .*\((Failed|Timeout)\)" "$W/tests-gpu.log" >>"$W/$WORK_NAME.txt"
+gpu_suite $t
 D="--preset qwen3-30b-a3b --quant bf16 --routing uniform --path dynamic"
 for round in 1 2; do
   for k in 64 128 auto; do

@@ -130,6 +130,14 @@ build_beside() {
   grep -E " error" "$W/build-$tag.log" | head -n 10 >>"$W/$WORK_NAME.txt"
   FB=$tree/build-$tag
 }
+# gpu_suite SECONDS: B's whole GPU suite (ctest -L gpu), time-boxed, into $W/tests-gpu.log; says
+# ctest's verdict and adds the failed or timed-out tests to the summary. Needs W and say. Scripts of
+# session 44 on (session 43's pick call, which spelt it out, is a record of what ran).
+gpu_suite() {
+  (cd "$B" && timeout "$1" ctest -L gpu --output-on-failure >"$W/tests-gpu.log" 2>&1)
+  say "gpu suite rc=$? $(grep -E 'tests passed|failed out of' "$W/tests-gpu.log")"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout)\)" "$W/tests-gpu.log" >>"$W/$WORK_NAME.txt"
+}
 # The ncu sections of the GEMM profiles (SpeedOfLight to Occupancy), as profile_row's NCU_ARGS
 # with --page details: bench/ncu_table.py tabulates them. Scripts of session 42 on (sessions 36-41
 # wrote the same list out).

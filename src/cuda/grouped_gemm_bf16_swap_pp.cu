@@ -10,10 +10,7 @@ namespace servekit::cuda {
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp(const GroupedGemmShape& shape,
                                                             int device) {
-  constexpr GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16, 64);
-  return gemm::make_runner<gemm::Sm90GroupedGemm<GemmOperand::kBF16, t.tile_m, t.tile_n, t.tile_k,
-                                                 t.cluster_m, t.cluster_n, t.schedule, t.swap_ab>>(
-      shape, device);
+  return gemm::make_swap_pp_runner<64>(shape, device);
 }
 
 }  // namespace servekit::cuda

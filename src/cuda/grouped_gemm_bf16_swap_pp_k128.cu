@@ -8,10 +8,7 @@ namespace servekit::cuda {
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_bf16_swap_pp_k128(const GroupedGemmShape& shape,
                                                                  int device) {
-  constexpr GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16, 128);
-  return gemm::make_runner<gemm::Sm90GroupedGemm<GemmOperand::kBF16, t.tile_m, t.tile_n, t.tile_k,
-                                                 t.cluster_m, t.cluster_n, t.schedule, t.swap_ab>>(
-      shape, device);
+  return gemm::make_swap_pp_runner<128>(shape, device);
 }
 
 }  // namespace servekit::cuda

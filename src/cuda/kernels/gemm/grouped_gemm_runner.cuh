@@ -428,4 +428,14 @@ std::unique_ptr<GroupedGemm> make_tile_runner(const GroupedGemmShape& shape, int
                                      t.schedule, t.swap_ab>>(shape, device);
 }
 
+// The runner of bf16's ping-pong swap-AB tile with k-steps of TileK (swap_pp_tile_config: 64 or
+// 128); grouped_gemm_bf16_swap_pp[_k128].cu instantiate one each.
+template <int TileK>
+std::unique_ptr<GroupedGemm> make_swap_pp_runner(const GroupedGemmShape& shape, int device) {
+  static_assert(TileK == 64 || TileK == 128, "the ping-pong swap tile has k-steps of 64 or 128");
+  constexpr GemmTileConfig t = swap_pp_tile_config(GemmOperand::kBF16, TileK);
+  return make_runner<Sm90GroupedGemm<GemmOperand::kBF16, t.tile_m, t.tile_n, t.tile_k, t.cluster_m,
+                                     t.cluster_n, t.schedule, t.swap_ab>>(shape, device);
+}
+
 }  // namespace servekit::cuda::gemm
