@@ -23,7 +23,7 @@ using bench::BenchOptions;
 
 constexpr const char* kUsage =
     "usage: servekit bench moe [--preset a,b|all] [--quant q1,q2|default|all]\n"
-    "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed,one,balanced]\n"
+    "         [--tokens 1,8,32,128,512,2048,8192] [--routing uniform,skewed,one,balanced,biased]\n"
     "         [--path auto|static|dynamic|both] [--repeats 30] [--warmup 5] [--out FILE.json]\n"
     "         [--check-tokens 64] [--group-size 128] [--peer on|off] [--commit SHA]\n"
     "         [--threads N] [--device N]\n"

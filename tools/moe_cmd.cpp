@@ -55,8 +55,9 @@ void print_moe_usage() {
       "  --group-size G       int4_w4a16 only: 32, 64 or 128 (default 128)\n"
       "  --device D           auto | cpu | cuda (default auto: cuda when built with CUDA and a\n"
       "                       device is present, else cpu)\n"
-      "  --routing R          uniform | skewed | one (every token on one expert) router logits\n"
-      "                       (default uniform)\n"
+      "  --routing R          uniform | skewed | one (every token on one expert) | balanced |\n"
+      "                       biased (uniform logits, a U(-0.1, 0.1) correction bias) router\n"
+      "                       logits (default uniform)\n"
       "  --seed S             seed of weights and inputs (default 1)\n"
       "  --threads N          host threads for the CPU backend and for generating weights,\n"
       "                       0 = all hardware threads (default 0)\n"
@@ -113,7 +114,7 @@ MoERun parse_moe_run(int argc, char** argv) {
   run.check = args.has("check");
   exec.keep_host_weights = run.check;  // the reference reads the prepared host copy
   run.skew = parse_routing_skew(
-      args.get_choice("routing", "uniform", {"uniform", "skewed", "one", "balanced"}));
+      args.get_choice("routing", "uniform", {"uniform", "skewed", "one", "balanced", "biased"}));
   run.seed = args.get_uint("seed", 1);
   run.repeats =
       static_cast<int>(args.get_int("repeats", exec.device.is_cuda() ? 20 : 3, 1, 100000));
@@ -141,7 +142,8 @@ HostInputs make_inputs(const MoERun& run) {
   HostInputs in;
   in.hidden = make_hidden(run.seed, run.tokens, run.cfg.experts.hidden_size);
   in.logits = make_router_logits(run.seed, run.tokens, r.num_experts, run.skew, r.top_k);
-  if (routing_uses_bias(r.method)) in.bias = make_correction_bias(run.seed, r.num_experts);
+  if (routing_uses_bias(r.method))
+    in.bias = make_correction_bias(run.seed, r.num_experts, correction_bias_scale(run.skew));
   return in;
 }
 

@@ -180,21 +180,28 @@ const char* routing_skew_name(RoutingSkew skew) {
       return "one";
     case RoutingSkew::kBalanced:
       return "balanced";
+    case RoutingSkew::kBiased:
+      return "biased";
   }
   return "?";
 }
 
 RoutingSkew parse_routing_skew(const std::string& name) {
   for (RoutingSkew s : {RoutingSkew::kUniform, RoutingSkew::kSkewed, RoutingSkew::kOneExpert,
-                        RoutingSkew::kBalanced})
+                        RoutingSkew::kBalanced, RoutingSkew::kBiased})
     if (name == routing_skew_name(s)) return s;
-  SERVEKIT_FAIL("routing=", name, " must be uniform, skewed, one or balanced");
+  SERVEKIT_FAIL("routing=", name, " must be uniform, skewed, one, balanced or biased");
 }
 
-std::vector<float> make_correction_bias(uint64_t seed, int num_experts) {
+std::vector<float> make_correction_bias(uint64_t seed, int num_experts, float scale) {
+  SERVEKIT_CHECK(scale >= 0.0f, "make_correction_bias: scale=", scale, " must be >= 0");
   std::vector<float> bias(static_cast<size_t>(std::max(num_experts, 0)));
-  fill_uniform_f32(seed, tagged(kBiasTag, 0), bias.data(), bias.size(), 0.1f);
+  fill_uniform_f32(seed, tagged(kBiasTag, 0), bias.data(), bias.size(), scale);
   return bias;
+}
+
+float correction_bias_scale(RoutingSkew skew) {
+  return skew == RoutingSkew::kUniform ? 0.001f : 0.1f;
 }
 
 std::vector<uint16_t> make_hidden(uint64_t seed, int64_t tokens, int64_t hidden) {

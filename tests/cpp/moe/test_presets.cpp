@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <set>
@@ -191,6 +192,53 @@ TEST(Presets, DISABLED_DeepSeekV3EightTokensForward) {
       "wall, %.3f s CPU (%u hardware threads); rel_l2 %.3e\n",
       touched.size(), wall_s, cpu_s, std::thread::hardware_concurrency(), err);
   EXPECT_LT(err, moe_tolerance(QuantMethod::kFP8Block128));
+}
+
+// The benchmark's "uniform" rows spread the routed rows like Poisson draws around the mean on
+// every preset whose router reads a correction bias, and "biased" (uniform logits, the
+// U(-0.1, 0.1) bias that every kind used before session 44) is the fixed skew it replaced. Bound:
+// the sd over experts of tokens x top-k / E rows; Poisson's is sqrt(mean) (16 at deepseek-v3's
+// 256, 13 at kimi-k2's 171); uniform must stay under 1.5x that, biased measured 15-16x (sd 252
+// and 205) must stay over 5x. Also: biased draws uniform's logits, and the scales are as stated.
+TEST(Presets, BenchUniformRoutingIsUniformWithACorrectionBias) {
+  EXPECT_EQ(correction_bias_scale(RoutingSkew::kUniform), 0.001f);
+  EXPECT_EQ(correction_bias_scale(RoutingSkew::kBiased), 0.1f);
+  EXPECT_EQ(correction_bias_scale(RoutingSkew::kSkewed), 0.1f);
+  EXPECT_EQ(parse_routing_skew("biased"), RoutingSkew::kBiased);
+  EXPECT_EQ(parse_routing_skew(routing_skew_name(RoutingSkew::kBiased)), RoutingSkew::kBiased);
+  EXPECT_EQ(make_router_logits(5, 16, 64, RoutingSkew::kBiased),
+            make_router_logits(5, 16, 64, RoutingSkew::kUniform));
+  EXPECT_THROW(make_correction_bias(5, 8, -1.0f), Error);
+  const std::vector<float> wide = make_correction_bias(5, 64, 0.1f);
+  const std::vector<float> narrow = make_correction_bias(5, 64, 0.001f);
+  for (size_t e = 0; e < wide.size(); ++e) ASSERT_FLOAT_EQ(narrow[e] * 100.0f, wide[e]);
+
+  const int64_t T = 8192;
+  int with_bias = 0;
+  for (const Preset& p : presets()) {
+    const MoEConfig cfg = preset_config(p, {QuantMethod::kBF16, 128}, ExecutionConfig{});
+    if (!routing_uses_bias(cfg.routing.method)) continue;
+    ++with_bias;
+    const int E = cfg.routing.num_experts, K = cfg.routing.top_k;
+    const std::vector<float> logits = make_router_logits(1, T, E, RoutingSkew::kUniform);
+    const double mean = static_cast<double>(T) * K / E;
+    for (RoutingSkew skew : {RoutingSkew::kUniform, RoutingSkew::kBiased}) {
+      const std::vector<float> bias = make_correction_bias(1, E, correction_bias_scale(skew));
+      std::vector<int32_t> ids(static_cast<size_t>(T * K));
+      std::vector<float> weights(ids.size());
+      route_cpu(cfg.routing, logits.data(), bias.data(), T, ids.data(), weights.data());
+      std::vector<int64_t> rows(static_cast<size_t>(E), 0);
+      for (int32_t id : ids) ++rows.at(static_cast<size_t>(id));
+      double sq = 0;
+      for (int64_t r : rows) sq += (r - mean) * (r - mean);
+      const double sd_over_poisson = std::sqrt(sq / E) / std::sqrt(mean);
+      if (skew == RoutingSkew::kUniform)
+        EXPECT_LT(sd_over_poisson, 1.5) << p.name;
+      else
+        EXPECT_GT(sd_over_poisson, 5.0) << p.name;
+    }
+  }
+  EXPECT_GE(with_bias, 2);  // deepseek-v3 and kimi-k2
 }
 
 }  // namespace
