@@ -19,11 +19,13 @@
 //                                   small (use_swap_pingpong, gemm_tile_config.h), else the
 //                                   cooperative 256x144 one; the others force one for both GEMMs.
 //                                   Results are identical either way.
-//   SERVEKIT_GEMM_PAIR_PICK=host|device  where bf16's pair swap tile could pay, who picks between
-//                                   it and the 2x1 swap tile (GemmPairPick, gemm_tile_config.h;
-//                                   read by GroupedGemm::create): host (default) takes the pair
-//                                   unless the routing has a shared expert; device launches both
-//                                   and the GPU gives the work to one by the experts' actual rows.
+//   SERVEKIT_GEMM_PAIR_PICK=auto|host|device  where bf16's pair swap tile could pay, who picks
+//                                   between it and the 2x1 swap tile (GemmPairPick,
+//                                   gemm_tile_config.h; read by GroupedGemm::create): device
+//                                   launches both and the GPU gives the work to one by the
+//                                   experts' actual rows; host takes the pair unless the routing
+//                                   has a shared expert, then the 2x1 tile; auto (default) is
+//                                   host without a shared expert and device with one.
 //                                   Results are identical either way.
 //   SERVEKIT_GEMM_PP_TILE_K=auto|64|128  the k-step of bf16's ping-pong swap tile (read by
 //                                   GroupedGemm::create, swap_pp_tile_k): auto (default) takes

@@ -212,9 +212,9 @@ constexpr bool has_swap_ab_tile(GemmOperand op) {
 // faster on deepseek-v3's shapes too, shared group included (bench/tools/gemm_pair.cpp,
 // ab/2026-12-06-s42-last, us, 2x1 / pair, three rounds: GEMM1 with the shared group 8456.5,
 // 8556.3, 8763.6 / 8042.9, 7518.0, 7586.1; GEMM2 5403.6, 4619.6, 5125.7 / 4070.4, 3987.5,
-// 3958.5). The host-side pick sees only the mean rows, so by default it takes the pair only where
-// the routing has no shared expert; SERVEKIT_GEMM_PAIR_PICK=device runs both tiles and lets the
-// device give the groups to one of them by their actual rows (GemmPairPick, kSwapOrPair).
+// 3958.5). The host-side pick sees only the mean rows, so by default it takes the pair where the
+// routing has no shared expert and leaves the pick to the device where it has one (GemmPairPick,
+// kSwapOrPair: both tiles launched, the groups given to one of them by their actual rows).
 // SERVEKIT_GEMM_TILE=pair forces the pair alone.
 // A/B only: -DSERVEKIT_DIAG_SWAP_PAIR_CLUSTER_M=2 builds it in a 2x2 cluster (the token tile
 // multicast to two weight tiles too: (128 + 72) x 2 / 36864 = 0.0109 bytes per MAC).
@@ -437,17 +437,32 @@ constexpr bool pair_gate_pays(int64_t pair_tiles, int64_t swap_tiles) {
 // swap_pair_tile_config).
 inline constexpr bool kAutoSwapPair = true;
 // Who picks between the 2x1 swap tile and its pair where the pair could pay
-// (SERVEKIT_GEMM_PAIR_PICK=host|device, read by GroupedGemm::create): the host, which knows only
-// the mean rows and so takes the pair only where the routing has no shared-expert group (the one
-// measured wide spread, deepseek-v3's, comes with one: measured in session 42, the default); or
-// the device (kSwapOrPair), on the groups' actual rows. The device pick passed its layer test on
-// an H100 (MoECuda.SwapOrPairPickedOnTheDevice) but is not measured against the host pick on one
-// lease, so it is not the default yet.
-enum class GemmPairPick : uint8_t { kHost, kDevice };
+// (SERVEKIT_GEMM_PAIR_PICK=auto|host|device, read by GroupedGemm::create). The host knows only the
+// mean rows, and its Poisson model holds for softmax routers but not for every router with a
+// shared expert and a correction bias (a skewed bias spreads deepseek-v3's rows to 0-929 around
+// 256, where the pair pads 1.29x); the device (kSwapOrPair) launches both tiles and gives the
+// groups to one by their actual rows, at a small cost (one more setup launch and an empty GEMM:
+// measured 0-3% where the host pick was right, session 43). So:
+// - kAuto (default): the pair where the routing has no shared-expert group, the device pick where
+//   it has one. Measured (session 44, H100, ab/2026-12-06-s44-bias, deepseek-v3 bf16 8192 tokens,
+//   us, 2x1 tile (kHost) / device pick / pair, two rounds): Poisson-like rows ("uniform")
+//   13138.4, 13096.1 / 12276.4, 12308.0 / 12220.9, 12251.5; the skewed bias ("biased")
+//   15433.6, 15288.7 / 15574.6, 15559.0 / 16727.0, 16954.4. The device pick is within 0.5% of
+//   the better tile on Poisson rows and 1.3% over it on skewed ones.
+// - kHost: the pair where there is no shared-expert group, else the 2x1 tile (the default of
+//   sessions 42-43).
+// - kDevice: the device pick everywhere the pair could pay.
+enum class GemmPairPick : uint8_t { kAuto, kHost, kDevice };
 constexpr std::optional<GemmPairPick> parse_gemm_pair_pick(std::string_view s) {
-  if (s.empty() || s == "host") return GemmPairPick::kHost;
+  if (s.empty() || s == "auto") return GemmPairPick::kAuto;
+  if (s == "host") return GemmPairPick::kHost;
   if (s == "device") return GemmPairPick::kDevice;
   return std::nullopt;
+}
+// Whether a GEMM with `shared_groups` shared-expert groups may run the pair tile under `pick`,
+// alone or in the device pick (GroupedGemm::create builds the pair runner only then).
+constexpr bool pair_pick_may_run_pair(GemmPairPick pick, int shared_groups) {
+  return pick != GemmPairPick::kHost || shared_groups == 0;
 }
 
 // The tile for a run with `rows_per_group` expected rows per group (host-known: tokens x (top-k +
@@ -462,17 +477,17 @@ constexpr std::optional<GemmPairPick> parse_gemm_pair_pick(std::string_view s) {
 // the large tile fuses, 1.9% faster on deepseek-v3 and 12% on gpt-oss), 512 large (1.12 vs 1.13).
 // Where the cooperative swap-AB tile wins and its pair (swap_pair_tile_config) could pay
 // (kAutoSwapPair and swap_pair_pays on `routed_rows_per_group`, a routed group's expected rows
-// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group): with
-// GemmPairPick::kHost the pair where `shared_groups` (GemmRoutingHint::shared_groups) is 0, else
-// the 2x1 tile; with kDevice the run is kSwapOrPair, the device picking between the two on the
-// groups' actual rows (pair_gate_pays). A forced
+// without the shared experts' groups: routed_rows_per_group(); -1 means rows_per_group): where
+// `shared_groups` (GemmRoutingHint::shared_groups) is 0 the pair, except under kDevice; where it
+// is not, the 2x1 tile under kHost. The other cases run kSwapOrPair, the device picking between
+// the two on the groups' actual rows (pair_gate_pays). A forced
 // choice (SERVEKIT_GEMM_TILE) the format lacks falls back to the 128-row tile ("pair" to the swap
 // tile first; a GEMM whose swap tile is the ping-pong one has no pair).
 inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, bool large_fuses,
                                      GemmTileChoice choice = GemmTileChoice::kAuto,
                                      bool swap_pingpong = false, int64_t routed_rows_per_group = -1,
                                      int shared_groups = 0,
-                                     GemmPairPick pair_pick = GemmPairPick::kHost) {
+                                     GemmPairPick pair_pick = GemmPairPick::kAuto) {
   switch (choice) {
     case GemmTileChoice::kLarge:
       return GemmTileKind::kLarge;
@@ -499,7 +514,8 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
   const int64_t routed = routed_rows_per_group >= 0 ? routed_rows_per_group : rows_per_group;
   if (!kAutoSwapPair || swap_pingpong || !swap_pair_pays(op, routed)) return GemmTileKind::kSwap;
   if (pair_pick == GemmPairPick::kDevice) return GemmTileKind::kSwapOrPair;
-  return shared_groups == 0 ? GemmTileKind::kSwapPair : GemmTileKind::kSwap;
+  if (shared_groups == 0) return GemmTileKind::kSwapPair;
+  return pair_pick == GemmPairPick::kAuto ? GemmTileKind::kSwapOrPair : GemmTileKind::kSwap;
 }
 
 // Whether a tile can run GEMM1's gated activation in its epilogue

@@ -29,13 +29,13 @@ GemmTileChoice tile_choice_from_env(const GroupedGemmShape& shape) {
   return *c;
 }
 
-// SERVEKIT_GEMM_PAIR_PICK=host|device (GemmPairPick; unset or empty: host). Any other value is
-// an error.
+// SERVEKIT_GEMM_PAIR_PICK=auto|host|device (GemmPairPick; unset or empty: auto). Any other value
+// is an error.
 GemmPairPick pair_pick_from_env() {
   const char* v = std::getenv("SERVEKIT_GEMM_PAIR_PICK");
-  if (v == nullptr) return GemmPairPick::kHost;
+  if (v == nullptr) return GemmPairPick::kAuto;
   const std::optional<GemmPairPick> p = parse_gemm_pair_pick(v);
-  SERVEKIT_CHECK(p.has_value(), "SERVEKIT_GEMM_PAIR_PICK='", v, "' must be host or device");
+  SERVEKIT_CHECK(p.has_value(), "SERVEKIT_GEMM_PAIR_PICK='", v, "' must be auto, host or device");
   return *p;
 }
 
@@ -187,8 +187,8 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
           make_grouped_gemm_bf16_small_m, bf16_swap_factory(shape, device),
           // The pair only where a run can pick it (a GEMM on the ping-pong swap tile has none;
           // the host pick none with shared-expert groups).
-          !shape.swap_pingpong && ((kAutoSwapPair && (pair_pick == GemmPairPick::kDevice ||
-                                                      shape.routing.shared_groups == 0)) ||
+          !shape.swap_pingpong && ((kAutoSwapPair && pair_pick_may_run_pair(
+                                                         pair_pick, shape.routing.shared_groups)) ||
                                    choice == GemmTileChoice::kPair)
               ? make_grouped_gemm_bf16_swap_pair
               : nullptr,

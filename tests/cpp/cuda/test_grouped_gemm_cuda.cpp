@@ -714,9 +714,9 @@ TEST(GroupedGemmCuda, RejectsAnUnknownTileChoice) {
 // pick only) is checked at create; with it, the auto pick judges the pair on a routed group's
 // rows: 4 routed experts and 1 shared, top-3, 337 tokens: 1348 rows, 269 per group (the
 // cooperative swap tile's range, where the pair would not pay) but 252 per routed group (where it
-// does). The host pick (default) keeps the 2x1 tile there because of the shared group, and takes
-// the pair without it (4 routed groups, 1008 rows); SERVEKIT_GEMM_PAIR_PICK=device leaves both to
-// the device; without the hint, the 2x1 swap tile alone.
+// does). The default pick (auto) leaves both to the device there because of the shared group
+// (SERVEKIT_GEMM_PAIR_PICK=device too), the host pick keeps the 2x1 tile, and both take the pair
+// without it (4 routed groups, 1008 rows); without the hint, the 2x1 swap tile alone.
 TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   SERVEKIT_REQUIRE_GPU();
   {
@@ -745,13 +745,17 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   ASSERT_FALSE(swap_pair_pays(GemmOperand::kBF16, 1348 / 5));
   const std::string swap = gemm_tile_name(swap_ab_tile_config(GemmOperand::kBF16));
   const std::string pair = gemm_tile_name(swap_pair_tile_config(GemmOperand::kBF16));
-  EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
+  const std::string either = kAutoSwapPair ? swap + " or " + pair + " (device pick)" : swap;
+  EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), either);
+  {
+    const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "host");
+    EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
+  }
   {
     const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "device");
     auto device = GroupedGemm::create(shape, 0);
     EXPECT_TRUE(device->config(1348).tile == swap_ab_tile_config(GemmOperand::kBF16));
-    EXPECT_EQ(device->tile_name(1348),
-              kAutoSwapPair ? swap + " or " + pair + " (device pick)" : swap);
+    EXPECT_EQ(device->tile_name(1348), either);
   }
   {
     const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "gpu");
@@ -761,6 +765,10 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   routed.routing = {3, 0, 4};
   ASSERT_EQ(routed_rows_per_group(routed.routing, 1008, 4), 252);
   EXPECT_EQ(GroupedGemm::create(routed, 0)->tile_name(1008), kAutoSwapPair ? pair : swap);
+  {
+    const testing::ScopedEnv pick("SERVEKIT_GEMM_PAIR_PICK", "host");
+    EXPECT_EQ(GroupedGemm::create(routed, 0)->tile_name(1008), kAutoSwapPair ? pair : swap);
+  }
   shape.routing = {};
   EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
 }

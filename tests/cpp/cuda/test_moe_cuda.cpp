@@ -603,18 +603,18 @@ TEST(MoECuda, SwapTileMatchesReference) {
 // (SERVEKIT_GEMM_SWAP=cooperative: these small experts would take the ping-pong one, which has no
 // pair), top-4 of 16 experts, 1024 tokens without shared experts (256 routed rows per expert) and
 // 972 with one (243 routed rows; 285 per group with the shared one averaged in, the swap tile's
-// range as deepseek-v3's 286). The host pick (default) runs the pair without shared experts and
-// the 2x1 tile with one; SERVEKIT_GEMM_PAIR_PICK=device launches both and the device picks
-// (kSwapOrPair), here under uniform routing (Poisson rows: the pair) and skewed routing (most rows
-// on a few experts: the 2x1 tile). Both GEMMs are named by kernels(), and every case matches the
-// reference.
+// range as deepseek-v3's 286). The host pick runs the pair without shared experts and the 2x1
+// tile with one; SERVEKIT_GEMM_PAIR_PICK=device launches both and the device picks (kSwapOrPair),
+// here under uniform routing (Poisson rows: the pair) and skewed routing (most rows on a few
+// experts: the 2x1 tile); auto (the default) is host without a shared expert and device with one.
+// Both GEMMs are named by kernels(), and every case matches the reference.
 TEST(MoECuda, SwapOrPairPick) {
   SERVEKIT_REQUIRE_GPU();
   constexpr cuda::GemmOperand kBF16 = cuda::GemmOperand::kBF16;
   const testing::ScopedEnv which("SERVEKIT_GEMM_SWAP", "cooperative");
   const std::string swap = cuda::gemm_tile_name(cuda::swap_ab_tile_config(kBF16));
   const std::string pair = cuda::gemm_tile_name(cuda::swap_pair_tile_config(kBF16));
-  for (const char* pick : {"host", "device"})
+  for (const char* pick : {"auto", "host", "device"})
     for (const auto& [shared, tokens] : {std::pair<int, int64_t>{0, 1024}, {1, 972}}) {
       const testing::ScopedEnv pick_env("SERVEKIT_GEMM_PAIR_PICK", pick);
       Case c;
@@ -626,11 +626,12 @@ TEST(MoECuda, SwapOrPairPick) {
       load_experts(layer, c);
       ASSERT_EQ(cuda::routed_rows_per_group({4, shared, 16}, tokens * (4 + shared), 16 + shared),
                 shared == 0 ? 256 : 243);
-      const std::string tile = !cuda::kAutoSwapPair ? swap
-                               : std::string(pick) == "device"
-                                   ? swap + " or " + pair + " (device pick)"
-                               : shared == 0 ? pair
-                                             : swap;
+      const std::string tile =
+          !cuda::kAutoSwapPair ? swap
+          : std::string(pick) == "device" || (std::string(pick) == "auto" && shared == 1)
+              ? swap + " or " + pair + " (device pick)"
+          : shared == 0 ? pair
+                        : swap;
       EXPECT_EQ(layer.kernels(tokens), "dynamic: gemm1 " + tile + " + activation; gemm2 " + tile);
       cudaStream_t stream = nullptr;
       ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);

@@ -391,22 +391,34 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_EQ(routed_rows_per_group({}, 8192 * 9, 257), 8192 * 9 / 257);
   EXPECT_EQ(routed_rows_per_group({}, 10, 0), 0);
   // The pick: rows_per_group 286 (the shared group averaged in) takes the cooperative swap tile;
-  // where the auto pick may take the pair, the host pick (the default) takes it without
-  // shared-expert groups and keeps the 2x1 tile with them (deepseek-v3's bench rows spread too
-  // widely for the pair), the device pick leaves it to the GPU (kSwapOrPair); a ping-pong swap
+  // where the auto pick may take the pair, the default pick (kAuto) takes it without
+  // shared-expert groups and leaves it to the GPU (kSwapOrPair) with them, the host pick keeps
+  // the 2x1 tile with them, the device pick leaves it to the GPU either way; a ping-pong swap
   // GEMM never takes it; forcing "pair" takes the pair alone.
   using K = GemmTileKind;
   const K swap_or_pair = kAutoSwapPair ? K::kSwapPair : K::kSwap;
   const GemmTileChoice a = GemmTileChoice::kAuto;
   EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256), swap_or_pair);
-  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1),
+            kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1, GemmPairPick::kAuto),
+            kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 0, GemmPairPick::kAuto), swap_or_pair);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1, GemmPairPick::kHost), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 0, GemmPairPick::kHost), swap_or_pair);
+  // The pair runner is built wherever a run may take it.
+  EXPECT_TRUE(pair_pick_may_run_pair(GemmPairPick::kAuto, 1));
+  EXPECT_TRUE(pair_pick_may_run_pair(GemmPairPick::kDevice, 1));
+  EXPECT_FALSE(pair_pick_may_run_pair(GemmPairPick::kHost, 1));
+  EXPECT_TRUE(pair_pick_may_run_pair(GemmPairPick::kHost, 0));
   EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 1, GemmPairPick::kDevice),
             kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 286, true, a, false, 256, 0, GemmPairPick::kDevice),
             kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 143, true, a, false, 128, 0, GemmPairPick::kDevice), K::kSwap);
   EXPECT_EQ(parse_gemm_pair_pick("host"), GemmPairPick::kHost);
-  EXPECT_EQ(parse_gemm_pair_pick(""), GemmPairPick::kHost);
+  EXPECT_EQ(parse_gemm_pair_pick(""), GemmPairPick::kAuto);
+  EXPECT_EQ(parse_gemm_pair_pick("auto"), GemmPairPick::kAuto);
   EXPECT_EQ(parse_gemm_pair_pick("device"), GemmPairPick::kDevice);
   EXPECT_FALSE(parse_gemm_pair_pick("gpu").has_value());
   EXPECT_EQ(choose_gemm_tile(b, 143, true, GemmTileChoice::kAuto, false, 128), K::kSwap);
@@ -419,7 +431,11 @@ TEST(GemmTileConfig, SwapPairChoice) {
   // 1348 rows): 269 per group, 252 per routed group.
   EXPECT_EQ(routed_rows_per_group({3, 1, 4}, 1348, 5), 252);
   EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252), swap_or_pair);
-  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252, 1), K::kSwap);
+  EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252, 1),
+            kAutoSwapPair ? K::kSwapOrPair : K::kSwap);
+  EXPECT_EQ(
+      choose_gemm_tile(b, 269, false, GemmTileChoice::kAuto, false, 252, 1, GemmPairPick::kHost),
+      K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 269, false, GemmTileChoice::kPair, false, 252, 1), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 269, false), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
