@@ -12,7 +12,10 @@ namespace servekit::tune {
 // entries come from bench/results/h200/2026-11-30-issues-s2.json (scripts/gpu-check.sh,
 // BENCH_SET=issues: `servekit bench moe --path both`, graph replays, cold L2) unless they name
 // another file: rows is the largest measured point where the static path was faster than the
-// dynamic one; the true crossover lies between it and the next measured point. Unmeasured
+// dynamic one; the true crossover lies between it and the next measured point. Entries that
+// say H100 were measured on one (session 44: the 4-bit formats, where the static path reads a
+// quarter of the dynamic path's weight bytes and stays 1.9-3.3x ahead to 256-512 tokens; no H200
+// was lent). Unmeasured
 // shapes keep the design point of the static path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
@@ -27,21 +30,29 @@ const std::vector<MoECutover>& moe_cutover_table() {
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 16, true,
        "static 249.6 us vs dynamic 262.8 us at T=2; 415.5 vs 403.9 at T=4, 688.8 vs 657.6 at T=8 "
        "(cutover-s8.json)"},
-      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 256, true,
-       "static 1525.0 us vs dynamic 3139.3 us at T=32, the largest measured"},
+      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 4096, true,
+       "H100 (session 44, ab/2026-12-06-s44-final/cutover4-kimi*.json and s44-bias/static.json): "
+       "static 2327.5, 3138.4, 3858.2, 5317.5 us at T=64, 128, 256, 512, the largest measured; "
+       "dynamic (4-bit weights dequantized to bf16) 10168.9 at T=128, 11504.6 at T=512. H200: "
+       "static 1525.0 vs dynamic 3139.3 at T=32"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 64, true,
        "static 482.2 us vs dynamic 487.2 us at T=8; 704.8 vs 687.6 at T=12, 760.1 vs 739.0 at "
        "T=16 (cutover-s7b-qwen3.json: the dynamic path's 64x128 tile)"},
-      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 256, true,
-       "static 537.9 us vs dynamic 1102.9 us at T=32, the largest measured"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 2048, true,
+       "H100 (session 44, ab/2026-12-06-s44-final/cutover4.json): static 545.7, 666.1, 1016.6 us "
+       "vs dynamic 1672.7, 1711.1, 1753.7 at T=64, 128, 256; 1841.8 vs 1840.8 at T=512 (level). "
+       "H200: static 537.9 vs dynamic 1102.9 at T=32"},
       {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 128, true,
        "static 204.4 us vs dynamic 207.3 us at T=12, 207.4 vs 210.1 at T=16; 286.3 vs 284.9 at "
        "T=32 (2026-12-01-cutover-s13.json; at s7 T=12 and 16 were level, 205.5 vs 204.7, 208.3 vs "
        "207.8)"},
       {"mixtral-8x7b", 8, 2, 4096, 14336, QuantMethod::kBF16, 16, true,
        "static 614.8 us vs dynamic 629.3 us at T=8; 704.4 vs 699.2 at T=16 (cutover-s8.json)"},
-      {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 128, true,
-       "static 443.6 us vs dynamic 975.8 us at T=32, the largest measured"},
+      {"gpt-oss-120b", 128, 4, 2880, 2880, QuantMethod::kMXFP4W4A16, 2048, true,
+       "H100 (session 44, ab/2026-12-06-s44-final/cutover4.json): static 651.3, 748.8, 937.8, "
+       "1411.4 us vs dynamic 2021.7, 2171.9, 2254.8, 2321.6 at T=64, 128, 256, 512 (uniform; "
+       "skewed 447.2-1544.7 vs 1207.2-2431.3), the largest measured. H200: static 443.6 vs "
+       "dynamic 975.8 at T=32"},
   };
   return table;
 }
