@@ -178,7 +178,7 @@ fi
 # Row groups are separated by --then; each takes --preset --quant --tokens --routing --path
 # --check-tokens. Cheap groups first, so the budget cuts the expensive ones, never the reverse.
 ISSUE3_ARGS=(--preset qwen3-30b-a3b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
-      --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 1,32,8192 --routing uniform
+      --then --preset deepseek-v3 --quant bf16,fp8_block128 --tokens 1,32,8192 --routing uniform,biased
       --check-tokens 32
       --then --preset mixtral-8x7b --quant bf16 --tokens 1,32,2048,8192 --routing uniform,skewed
       --check-tokens 32)
