@@ -15,8 +15,8 @@ namespace servekit::tune {
 // dynamic one; the true crossover lies between it and the next measured point. Entries that
 // say H100 were measured on one (session 44: the 4-bit formats, where the static path reads a
 // quarter of the dynamic path's weight bytes and stays 1.9-3.3x ahead to 256-512 tokens; no H200
-// was lent). Unmeasured
-// shapes keep the design point of the static path (decode, 256 routed rows) and say so.
+// was lent). Unmeasured shapes keep the design point of the static path (decode, 256 routed rows)
+// and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 32, true,
