@@ -30,7 +30,9 @@ constexpr const char* kUsage =
     "         [--max-seconds S] [--seed N] [--parallel-load on|off] [--then <row options>...]\n"
     "  all presets = every model preset but `tiny`; default quant = the preset's own format.\n"
     "  --then starts another row group (--preset --quant --tokens --routing --path\n"
-    "  --check-tokens --group-size); the other options apply to the whole run.\n"
+    "  --check-tokens --group-size), from the defaults: nothing carries over (a note on\n"
+    "  stderr names what the group before set and this one does not). The other options\n"
+    "  apply to the whole run.\n"
     "  --group-size: int4_w4a16's group size (32, 64 or 128) for the group's int4 rows.\n"
     "  The commit defaults to $SERVEKIT_COMMIT. Exit 1 if a row fails its check.\n";
 
@@ -65,6 +67,7 @@ std::string today_utc() {
 struct Parsed {
   BenchOptions opt;
   std::string out, commit;
+  std::vector<std::string> notes;  // printed to stderr before the run
 };
 
 // The text form of one row group, before validation.
@@ -73,7 +76,24 @@ struct SpecText {
               routings = "uniform,skewed", path = "auto";
   int check_tokens = 64;
   int group_size = 128;
+  std::vector<std::string> given;  // the row options set in this group, in order
 };
+
+// A row group after --then starts from the defaults, not from the group before it. A note for
+// each row option (but --preset and --quant, which name the group) that the group before set and
+// this one (group `index`, 1-based) leaves at its default: an easy slip in a long command line.
+std::vector<std::string> defaulted_row_options(const SpecText& before, const SpecText& group,
+                                               size_t index) {
+  std::vector<std::string> notes;
+  for (const std::string& flag : before.given) {
+    if (flag == "--preset" || flag == "--quant") continue;
+    if (std::find(group.given.begin(), group.given.end(), flag) != group.given.end()) continue;
+    notes.push_back("row group " + std::to_string(index) + " (--preset " + group.presets +
+                    ") takes the default " + flag +
+                    ": row options do not carry over --then (the group before set it)");
+  }
+  return notes;
+}
 
 bench::RowSpec parse_spec(const SpecText& t) {
   bench::RowSpec spec;
@@ -119,17 +139,29 @@ Parsed parse_args(int argc, char** argv) {
   Parsed p;
   BenchOptions& o = p.opt;
   if (const char* c = std::getenv("SERVEKIT_COMMIT")) p.commit = c;
-  SpecText spec;
+  SpecText spec, before;
+  auto end_group = [&] {
+    o.specs.push_back(parse_spec(spec));
+    if (o.specs.size() > 1) {
+      for (std::string& n : defaulted_row_options(before, spec, o.specs.size()))
+        p.notes.push_back(std::move(n));
+    }
+    before = spec;
+    spec = SpecText{};
+  };
   for (int i = 2; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--then") {
-      o.specs.push_back(parse_spec(spec));
-      spec = SpecText{};
+      end_group();
       continue;
     }
     SERVEKIT_CHECK(flag.rfind("--", 0) == 0 && i + 1 < argc, "argument '", flag,
                    "' is not an option followed by a value");
     const std::string v = argv[++i];
+    for (const char* row : {"--preset", "--quant", "--tokens", "--routing", "--path",
+                            "--check-tokens", "--group-size"})
+      if (flag == row && std::find(spec.given.begin(), spec.given.end(), flag) == spec.given.end())
+        spec.given.push_back(flag);
     if (flag == "--preset") {
       spec.presets = v;
     } else if (flag == "--quant") {
@@ -174,7 +206,7 @@ Parsed parse_args(int argc, char** argv) {
       SERVEKIT_FAIL("unknown option '", flag, "'");
     }
   }
-  o.specs.push_back(parse_spec(spec));
+  end_group();
   return p;
 }
 
@@ -199,6 +231,7 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "servekit: error: bench moe: %s\n%s", e.what(), kUsage);
     return 2;
   }
+  for (const std::string& n : p.notes) std::fprintf(stderr, "bench: note: %s\n", n.c_str());
   bench::RunInfo info;
   info.commit = p.commit.empty() ? "unknown" : p.commit;
   info.date = today_utc();
