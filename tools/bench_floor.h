@@ -118,7 +118,7 @@ inline int count_touched_experts(const int32_t* ids, int64_t tokens, int top_k, 
 
 // How the routed rows spread over the local experts (untouched ones count as 0 rows): the
 // largest expert's rows and the standard deviation over experts. The dynamic path's tile pick
-// (src/cuda/gemm_tile_config.h) models a group's rows as Poisson around tokens x top-k / E, so an
+// (src/cuda/gemm_tile_pick.h) models a group's rows as Poisson around tokens x top-k / E, so an
 // sd far above sqrt(mean) says its padding estimate is low for the row: deepseek-v3's uniform
 // rows (random logits, a U(-0.1, 0.1) correction bias, group-limited selection) have sd ~230 at
 // 256 rows per expert, against 16 for qwen3-235b's and gpt-oss-120b's.

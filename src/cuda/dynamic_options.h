@@ -21,7 +21,7 @@
 //                                   Results are identical either way.
 //   SERVEKIT_GEMM_PAIR_PICK=auto|host|device  where bf16's pair swap tile could pay, who picks
 //                                   between it and the 2x1 swap tile (GemmPairPick,
-//                                   gemm_tile_config.h; read by GroupedGemm::create): device
+//                                   gemm_tile_pick.h; read by GroupedGemm::create): device
 //                                   launches both and the GPU gives the work to one by the
 //                                   experts' actual rows; host takes the pair unless the routing
 //                                   has a shared expert, then the 2x1 tile; auto (default) is

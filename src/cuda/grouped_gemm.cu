@@ -1,5 +1,6 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
 // between a format's tiles (bf16: three or four, fp8_block128: two).
+#include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/runtime.h"
 #include "servekit/error.h"

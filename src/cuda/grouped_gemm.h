@@ -98,7 +98,7 @@ struct GroupedGemmOperands {               // all device pointers
   const float* b_block_scale = nullptr;
   // Host-side tuning hint, never read on the device and never changing results: the rows this
   // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. It picks the
-  // tile (choose_gemm_tile, gemm_tile_config.h): bf16 runs with at most kSmallMTileMaxRows rows
+  // tile (choose_gemm_tile, gemm_tile_pick.h): bf16 runs with at most kSmallMTileMaxRows rows
   // per group use the 64-row tile, runs whose groups pad less in 144-token tiles the swap-AB one.
   int64_t rows_hint = 0;
   // Fused activation (shape.act enabled and fuses_activation(rows_hint)): act_out non-null

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda/device_array.h"
+#include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
 #include "cuda/moe_quant.h"

@@ -19,6 +19,7 @@
 #include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
 #include "cuda/gemm_tile_config.h"
+#include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
 #include "gpu_test_util.h"
 #include "servekit/moe.h"

@@ -1,6 +1,6 @@
-// CPU tests of the grouped-GEMM tile configuration (src/cuda/gemm_tile_config.h): the compiled
-// tiles respect the sm90 hardware limits they were chosen against, and the run-time choice is
-// what the comments promise for the preset shapes.
+// CPU tests of the grouped-GEMM tile configuration (src/cuda/gemm_tile_config.h, and the per-run
+// pick of gemm_tile_pick.h): the compiled tiles respect the sm90 hardware limits they were chosen
+// against, and the run-time choice is what the comments promise for the preset shapes.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda/gemm_tile_config.h"
+#include "cuda/gemm_tile_pick.h"
 
 namespace servekit::cuda {
 namespace {
