@@ -72,6 +72,29 @@ GemmWeightHost to_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t co
   }
 }
 
+GemmWeightHost w4a16_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t cols) {
+  SERVEKIT_CHECK(m.method == QuantMethod::kInt4W4A16, "w4a16_gemm_layout: the matrix is ",
+                 quant_name(m.method), ", not int4_w4a16");
+  SERVEKIT_CHECK(m.rows == rows && m.cols == cols, "moe cuda: prepared matrix is [", m.rows, ", ",
+                 m.cols, "], expected [", rows, ", ", cols, "]");
+  const int64_t g = m.group_size;
+  SERVEKIT_CHECK(g > 0 && cols % g == 0 && cols % 2 == 0, "w4a16_gemm_layout: group ", g,
+                 " does not divide cols=", cols);
+  const int64_t groups = cols / g;
+  SERVEKIT_CHECK(m.codes.size() == static_cast<size_t>(rows * cols / 2) &&
+                     m.scales.size() == static_cast<size_t>(rows * groups) * 2,
+                 "moe cuda: int4_w4a16 matrix has ", m.codes.size(), " code and ", m.scales.size(),
+                 " scale bytes, expected ", rows * cols / 2, " and ", rows * groups * 2);
+  GemmWeightHost out;
+  out.codes = m.codes;
+  out.group_scales.resize(static_cast<size_t>(rows * groups));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < groups; ++j)
+      std::memcpy(&out.group_scales[static_cast<size_t>(j * rows + r)],
+                  m.scales.data() + 2 * static_cast<size_t>(r * groups + j), 2);
+  return out;
+}
+
 void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols, int64_t width) {
   const int64_t rows = 2 * inter;
   const size_t row_bytes = static_cast<size_t>(cols) * gemm_operand_bytes(op);

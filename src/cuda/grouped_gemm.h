@@ -71,6 +71,8 @@ struct GroupedGemmShape {
   // create() throws unless every field is 0 or top_k >= 1, shared_groups in [0, G) and
   // experts >= 1.
   GemmRoutingHint routing{};
+  // make_grouped_gemm_w4a16 only: K elements per bf16 weight scale (64 or 128); 0 elsewhere.
+  int weight_group = 0;
 };
 
 // Whether a run does its work (GroupedGemmOperands::gate): always, or only when / unless the
@@ -96,6 +98,9 @@ struct GroupedGemmOperands {               // all device pointers
   const float* a_block_scale = nullptr;  // fp8_block128: [rows * K/128], a_block_scale_index
   // fp8_block128: [G * K/128 * ceil(N/128)] + kBlockScaleTailFloats (gemm_b_block_scale_floats)
   const float* b_block_scale = nullptr;
+  // make_grouped_gemm_w4a16: bf16 weight scales [G, K/weight_group, N] (N contiguous: the
+  // transpose of quant.h's [N, K/G] per expert, w4a16_gemm_layout).
+  const void* b_group_scale = nullptr;
   // Host-side tuning hint, never read on the device and never changing results: the rows this
   // run is expected to carry (e.g. tokens x top-k); 0 means shape.capacity_rows. It picks the
   // tile (choose_gemm_tile, gemm_tile_pick.h): bf16 runs with at most kSmallMTileMaxRows rows
@@ -220,5 +225,36 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmSha
                                                             int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const GroupedGemmShape& shape,
                                                                     int device);
+
+// int4 weights with one bf16 scale per weight_group K elements, against bf16 rows (int4_w4a16
+// with group 64 or 128 on the dynamic path; grouped_gemm_w4a16.cu: CUTLASS's ptr-array
+// mixed-input mainloop, which converts each code to bf16 and multiplies it by its scale in
+// bf16 -- bf16(code * scale), the value quant.h's dequantization rounds to bf16 -- before the
+// wgmma). Operands: shape.operand kBF16 (A and D as for bf16); B [G, N, K/2] int4x2 (two's
+// complement, low nibble first, K-major, quant.h's codes as they are); b_group_scale as above;
+// b_group_stride -1. The kernel's A is the weights (the narrow operand must be; it computes
+// D_gᵀ = B_g · A_gᵀ, written as D_g row-major). No fused activation, no gate, no PDL on the GEMM
+// itself (its setup kernel takes ops.pdl). create() never returns it: the layer asks for it.
+// Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group).
+std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device);
+
+// Whether make_grouped_gemm_w4a16 takes a weight of N x K with `group` K elements per scale:
+// group 64 or 128 (the kernel's k-step is 64, and a scale group must be whole k-steps), K a
+// multiple of group, N a multiple of 8 (16-byte rows of D and of the scales), N and K positive
+// and below 2^31. `why` (if given) says what fails.
+inline bool w4a16_gemm_supported(int64_t n, int64_t k, int group, std::string* why = nullptr) {
+  std::string reason;
+  if (group != 64 && group != 128)
+    reason = "weight group " + std::to_string(group) + " is not 64 or 128";
+  else if (n <= 0 || k <= 0 || n >= (int64_t{1} << 31) || k >= (int64_t{1} << 31))
+    reason = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " outside [1, 2^31)";
+  else if (k % group != 0)
+    reason = "k=" + std::to_string(k) + " is not a multiple of the weight group " +
+             std::to_string(group);
+  else if (n % 8 != 0)
+    reason = "n=" + std::to_string(n) + " is not a multiple of 8";
+  if (why != nullptr) *why = reason;
+  return reason.empty();
+}
 
 }  // namespace servekit::cuda

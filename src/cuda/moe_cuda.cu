@@ -16,8 +16,9 @@
 // exec.max_num_tokens; the static path keeps its own copy of the weights in its layout. So
 // exec.path auto holds two copies (one when its capacity never leaves the static path), static
 // or dynamic one (MoELayer::device_weight_bytes). The fp8 formats run natively (e4m3 x e4m3);
-// the 4-bit formats run the bf16 GEMMs on weights dequantized at load time (interim, see
-// expert_layout.h).
+// int4_w4a16 with group 64 or 128 runs the int4 GEMM on its 4-bit codes
+// (make_grouped_gemm_w4a16; SERVEKIT_DYNAMIC_W4A16=0 turns it off), the other 4-bit formats the
+// bf16 GEMMs on weights dequantized at load time (expert_layout.h).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -66,6 +67,10 @@ class DeviceScope {
 };
 
 using cuda::DeviceBuffer;
+
+// Whether int4_w4a16 (group 64 or 128) runs the int4 GEMM on the dynamic path when
+// SERVEKIT_DYNAMIC_W4A16 is unset or empty.
+constexpr bool kDynamicW4A16Default = true;
 
 // The static path is planned for small batches: its capacity is the layer's, up to this many
 // tokens (far above any measured cutover; exec.path=static beyond it is an error at forward).
@@ -121,7 +126,8 @@ class CudaMoEBackend final : public MoEBackend {
   void load_static(int index, const PreparedExpert& e);
   void upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
                      const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
-                     const DeviceBuffer& block_scales, bool interleave_w13 = false);
+                     const DeviceBuffer& block_scales, const DeviceBuffer& group_scales,
+                     bool interleave_w13 = false);
   static void upload_bias(const std::vector<float>& bias, int index, int64_t n,
                           const DeviceBuffer& dst, std::atomic<bool>& any);
 
@@ -138,6 +144,9 @@ class CudaMoEBackend final : public MoEBackend {
   DeviceBuffer w13_scale_, w2_scale_;  // fp8_per_tensor: [G]
   // fp8_block128: [G, H/128, ceil(R/128)], [G, I/128, ceil(H/128)], each + kBlockScaleTailFloats
   DeviceBuffer w13_sfb_, w2_sfb_;
+  // int4 on the int4 GEMM (w4a16_): w13_ / w2_ hold the codes, [G, R, H/2] and [G, H, I/2]
+  // int4x2, and these the bf16 scales, [G, H/gs, R] and [G, I/gs, H] (w4a16_gemm_layout).
+  DeviceBuffer w13_gs_, w2_gs_;
   DeviceBuffer b13_, b2_;  // [G, R], [G, H] fp32
   // Whether any expert has a bias (else forward passes no bias pointer). Atomic: load_expert runs
   // concurrently for distinct experts (backend.h); each writes only its own weight slices.
@@ -157,6 +166,10 @@ class CudaMoEBackend final : public MoEBackend {
   // fp8_per_tensor's tensor-wide scale), and GEMM1 runs the activation in its epilogue on the runs
   // whose tile has it; the others run the activation pass on the interleaved output.
   bool w13_interleaved_ = false;
+  // int4_w4a16 with group 64 or 128 on the dynamic path: both GEMMs are
+  // make_grouped_gemm_w4a16's on the 4-bit codes (SERVEKIT_DYNAMIC_W4A16, on by default), the
+  // activation a separate pass; else the bf16 GEMMs on a dequantized copy.
+  bool w4a16_ = false;
   int diag_stop_ = 0;           // SERVEKIT_DIAG_DYNAMIC_STOP
   bool swap_fused_act_ = true;  // SERVEKIT_DIAG_SWAP_FUSED_ACT
   // Which swap-AB tile each GEMM builds (use_swap_pingpong; SERVEKIT_GEMM_SWAP), and the rows of
@@ -223,9 +236,14 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(capacity_ < (int64_t{1} << 31), "moe cuda: max_num_tokens=", max_tokens_,
                  " x (top_k + shared) exceeds 2^31 permuted rows");
 
-  w13_interleaved_ = switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) && dynamic_ok_ &&
-                     activation_is_gated(cfg.activation) && w13_rows_ == 2 * inter_ &&
-                     inter_ % 128 == 0 && act_ != ActFormat::kFP8PerTensor &&
+  w4a16_ = dynamic_ok_ && cfg.quant.method == QuantMethod::kInt4W4A16 &&
+           switch_from_env("SERVEKIT_DYNAMIC_W4A16", kDynamicW4A16Default) &&
+           cuda::w4a16_gemm_supported(w13_rows_, hidden_, cfg.quant.group_size) &&
+           cuda::w4a16_gemm_supported(hidden_, inter_, cfg.quant.group_size);
+  w13_interleaved_ = !w4a16_ && switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) &&
+                     dynamic_ok_ && activation_is_gated(cfg.activation) &&
+                     w13_rows_ == 2 * inter_ && inter_ % 128 == 0 &&
+                     act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
   // Each GEMM's swap-AB tile by its shape (N x K); GEMM1's sets the interleave its fused tiles
   // need (the ping-pong swap tile 64 rows, else 128; create() builds the 128x256 tile for it).
@@ -239,7 +257,13 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   const size_t ab = cuda::gemm_operand_bytes(operand_);
   const size_t h = static_cast<size_t>(hidden_), i = static_cast<size_t>(inter_),
                r = static_cast<size_t>(w13_rows_), cap = static_cast<size_t>(capacity_);
-  if (dynamic_ok_) {
+  if (dynamic_ok_ && w4a16_) {
+    const size_t gs = static_cast<size_t>(cfg.quant.group_size);
+    w13_ = zeroed(g * r * h / 2);
+    w2_ = zeroed(g * h * i / 2);
+    w13_gs_ = zeroed(g * (h / gs) * r * 2);
+    w2_gs_ = zeroed(g * (i / gs) * h * 2);
+  } else if (dynamic_ok_) {
     w13_ = zeroed(g * r * h * ab);
     w2_ = zeroed(g * h * i * ab);
     if (operand_ == GemmOperand::kFP8PerTensor) {
@@ -321,29 +345,51 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     if (num_local_ > 0) routing = {top_k_, num_shared_, cfg.routing.num_experts};
     cuda::GroupedGemmShape s1{operand_, num_groups_, w13_rows_, hidden_, capacity_};
     s1.act = {w13_interleaved_, cfg.activation, act_, w13_interleave_};
-    s1.swap_pingpong = gemm1_swap_pp_;
+    s1.swap_pingpong = gemm1_swap_pp_ && !w4a16_;
     s1.routing = routing;
-    gemm1_ = cuda::GroupedGemm::create(s1, device_);
     cuda::GroupedGemmShape s2{operand_, num_groups_, hidden_, inter_, capacity_};
-    s2.swap_pingpong = gemm2_swap_pp_;
+    s2.swap_pingpong = gemm2_swap_pp_ && !w4a16_;
     s2.routing = routing;
-    gemm2_ = cuda::GroupedGemm::create(s2, device_);
+    if (w4a16_) {
+      s1.weight_group = s2.weight_group = cfg.quant.group_size;
+      gemm1_ = cuda::make_grouped_gemm_w4a16(s1, device_);
+      gemm2_ = cuda::make_grouped_gemm_w4a16(s2, device_);
+    } else {
+      gemm1_ = cuda::GroupedGemm::create(s1, device_);
+      gemm2_ = cuda::GroupedGemm::create(s2, device_);
+    }
   }
 }
 
 size_t CudaMoEBackend::device_weight_bytes() const {
   size_t n = 0;
-  for (const DeviceBuffer* b :
-       {&w13_, &w2_, &w13_scale_, &w2_scale_, &w13_sfb_, &w2_sfb_, &b13_, &b2_, &static_w_})
+  for (const DeviceBuffer* b : {&w13_, &w2_, &w13_scale_, &w2_scale_, &w13_sfb_, &w2_sfb_, &w13_gs_,
+                                &w2_gs_, &b13_, &b2_, &static_w_})
     n += b->size();
   return n;
 }
 
 void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t rows, int64_t cols,
                                    const DeviceBuffer& codes, const DeviceBuffer& tensor_scales,
-                                   const DeviceBuffer& block_scales, bool interleave_w13) {
+                                   const DeviceBuffer& block_scales,
+                                   const DeviceBuffer& group_scales, bool interleave_w13) {
   SERVEKIT_CHECK(m.method == cfg_.quant.method, "moe cuda: expert ", index, " is prepared as ",
                  quant_name(m.method), ", the layer runs ", quant_name(cfg_.quant.method));
+  if (w4a16_) {
+    const cuda::GemmWeightHost w = cuda::w4a16_gemm_layout(m, rows, cols);
+    const size_t bytes = static_cast<size_t>(rows * cols / 2);
+    const size_t scales = static_cast<size_t>(rows * (cols / cfg_.quant.group_size));
+    SERVEKIT_CHECK(w.codes.size() == bytes && w.group_scales.size() == scales,
+                   "moe cuda: converted expert ", index, " has ", w.codes.size(),
+                   " code bytes and ", w.group_scales.size(), " scales, expected ", bytes, " and ",
+                   scales);
+    SERVEKIT_CUDA_CHECK(cudaMemcpy(codes.get<uint8_t>() + static_cast<size_t>(index) * bytes,
+                                   w.codes.data(), bytes, cudaMemcpyHostToDevice));
+    SERVEKIT_CUDA_CHECK(
+        cudaMemcpy(group_scales.get<uint16_t>() + static_cast<size_t>(index) * scales,
+                   w.group_scales.data(), scales * 2, cudaMemcpyHostToDevice));
+    return;
+  }
   cuda::GemmWeightHost w = cuda::to_gemm_layout(m, rows, cols);
   if (interleave_w13) cuda::interleave_w13(w, operand_, inter_, cols, w13_interleave_);
   const size_t bytes = static_cast<size_t>(rows * cols) * cuda::gemm_operand_bytes(operand_);
@@ -383,9 +429,9 @@ void CudaMoEBackend::load_expert(int index, std::shared_ptr<const PreparedExpert
   SERVEKIT_CHECK(expert != nullptr, "moe cuda: expert ", index, " is null");
   DeviceScope scope(device_);
   if (dynamic_ok_) {
-    upload_matrix(expert->w13, index, w13_rows_, hidden_, w13_, w13_scale_, w13_sfb_,
+    upload_matrix(expert->w13, index, w13_rows_, hidden_, w13_, w13_scale_, w13_sfb_, w13_gs_,
                   w13_interleaved_);
-    upload_matrix(expert->w2, index, hidden_, inter_, w2_, w2_scale_, w2_sfb_);
+    upload_matrix(expert->w2, index, hidden_, inter_, w2_, w2_scale_, w2_sfb_, w2_gs_);
   }
   upload_bias(expert->w13_bias, index, w13_rows_, b13_, has_b13_);
   upload_bias(expert->w2_bias, index, hidden_, b2_, has_b2_);
@@ -513,6 +559,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g1.b_scale = w13_scale_.get<float>();
   g1.a_block_scale = sfa1_.get<float>();
   g1.b_block_scale = w13_sfb_.get<float>();
+  g1.b_group_scale = w13_gs_.get();
   g1.rows_hint = rows_bound;  // picks the tile (choose_gemm_tile): 64-row, swap-AB or 128-row
   g1.pdl = pdl_;
   const float* b13 = has_b13_.load() ? b13_.get<float>() : nullptr;
@@ -544,6 +591,7 @@ void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_p
   g2.b_scale = w2_scale_.get<float>();
   g2.a_block_scale = sfa2_.get<float>();
   g2.b_block_scale = w2_sfb_.get<float>();
+  g2.b_group_scale = w2_gs_.get();
   g2.rows_hint = rows_bound;
   g2.pdl = pdl_;
   gemm2_->run(g2, stream);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda/device_array.h"
+#include "cuda/expert_layout.h"
 #include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
@@ -23,6 +24,7 @@
 #include "gpu_test_util.h"
 #include "servekit/error.h"
 #include "servekit/formats.h"
+#include "servekit/quant.h"
 
 namespace servekit::cuda {
 namespace {
@@ -772,6 +774,166 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   }
   shape.routing = {};
   EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
+}
+
+// make_grouped_gemm_w4a16: int4 codes (every nibble value, random) with one bf16 scale per
+// `group` K elements, against bf16 rows, in the five group layouts of run_case (empty groups,
+// 300 rows over several 64-token tiles, all groups empty). The kernel multiplies bf16(code *
+// scale) (the convert-and-scale mainloop rounds the product once, as __hmul does), so the
+// reference takes exactly those weights: what remains is fp32 accumulation and the bf16
+// rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble order,
+// scale group or scale transpose is off by O(rms)).
+void run_w4a16_case(int64_t n, int64_t k, int group) {
+  SERVEKIT_REQUIRE_GPU();
+  SCOPED_TRACE("w4a16 n=" + std::to_string(n) + " k=" + std::to_string(k) + " group " +
+               std::to_string(group));
+  const std::vector<std::vector<int>> layouts = {{17, 0, 300, 1, 0},
+                                                 {0, 1, 300, 0, 17},
+                                                 {0, 0, 0, 0, 0},
+                                                 {65, 128, 0, 64, 61},
+                                                 {145, 0, 144, 0, 29}};
+  const int groups = 5;
+  const int64_t rows = 318;
+  std::mt19937_64 rng(4321 + static_cast<uint64_t>(group));
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f), pos(0.5f, 2.0f);
+  Operands o;  // for reference(): B's values bf16(code * scale), one block over K, scales 1
+  o.n = n, o.k = k, o.rows = rows, o.groups = groups, o.k_block = k;
+  o.a.resize(static_cast<size_t>(rows * k) * 2);
+  o.a_val.resize(static_cast<size_t>(rows * k));
+  for (size_t i = 0; i < o.a_val.size(); ++i) {
+    const uint16_t b16 = float_to_bf16(unit(rng));
+    std::memcpy(&o.a[2 * i], &b16, 2);
+    o.a_val[i] = bf16_to_float(b16);
+  }
+  o.a_scale.assign(static_cast<size_t>(rows), 1.0);
+  o.b_scale.assign(static_cast<size_t>(groups * n), 1.0);
+  o.b_val.resize(static_cast<size_t>(groups * n * k));
+  // Per expert a quant.h int4_w4a16 matrix ([N, K/2] codes, [N, K/G] bf16 scales), converted by
+  // the layer's own w4a16_gemm_layout.
+  std::vector<uint8_t> codes;
+  std::vector<uint16_t> scales;
+  for (int g = 0; g < groups; ++g) {
+    QuantizedMatrix m;
+    m.method = QuantMethod::kInt4W4A16;
+    m.group_size = group;
+    m.rows = n, m.cols = k;
+    m.codes.resize(static_cast<size_t>(n * k / 2));
+    m.scales.resize(static_cast<size_t>(n * (k / group)) * 2);
+    for (auto& b : m.codes) b = static_cast<uint8_t>(rng());
+    for (size_t i = 0; i < m.scales.size() / 2; ++i) {
+      const uint16_t s16 = float_to_bf16(pos(rng) / 8.0f * (rng() & 1 ? 1.0f : -1.0f));
+      std::memcpy(&m.scales[2 * i], &s16, 2);
+    }
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t c = 0; c < k; ++c) {
+        const uint8_t byte = m.codes[static_cast<size_t>((r * k + c) / 2)];
+        uint16_t s16;
+        std::memcpy(&s16, &m.scales[2 * static_cast<size_t>(r * (k / group) + c / group)], 2);
+        const float w =
+            static_cast<float>(int4_to_int(c % 2 ? byte >> 4 : byte & 15)) * bf16_to_float(s16);
+        o.b_val[static_cast<size_t>((g * n + r) * k + c)] = bf16_to_float(float_to_bf16(w));
+      }
+    const GemmWeightHost w = w4a16_gemm_layout(m, n, k);
+    codes.insert(codes.end(), w.codes.begin(), w.codes.end());
+    scales.insert(scales.end(), w.group_scales.begin(), w.group_scales.end());
+  }
+  GroupedGemmShape shape{GemmOperand::kBF16, groups, n, k, rows};
+  shape.weight_group = group;
+  auto gemm = make_grouped_gemm_w4a16(shape, 0);
+  EXPECT_FALSE(gemm->fuses_activation(0));
+  EXPECT_EQ(gemm->tile_name(0), "128x64x64 swap-AB cooperative cluster 1x1 int4 weights");
+  DeviceArray<uint8_t> d_a(o.a), d_b(codes);
+  DeviceArray<uint16_t> d_s(scales);
+  DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
+  for (const auto& sizes : layouts) {
+    std::vector<int32_t> offsets{0};
+    for (int m : sizes) offsets.push_back(offsets.back() + m);
+    DeviceArray<int32_t> d_off(offsets);
+    d_d.poison();
+    GroupedGemmOperands ops;
+    ops.group_offsets = d_off.get();
+    ops.a = d_a.get();
+    ops.b = d_b.get();
+    ops.b_group_scale = d_s.get();
+    ops.d = d_d.get();
+    gemm->run(ops, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, o, sizes), n,
+                     tolerance(GemmOperand::kBF16));
+  }
+}
+
+// qwen3-235b's GEMM2 shape at group 128 (N = 4096 whole tiles), and N = 2888 (a 72-row last
+// weight tile) with K = 2880 at group 64 (45 groups, odd).
+TEST(GroupedGemmCuda, W4A16) {
+  run_w4a16_case(4096, 1536, 128);
+  run_w4a16_case(2888, 2880, 64);
+}
+
+TEST(GroupedGemmCuda, W4A16RejectsWhatItCannotRun) {
+  SERVEKIT_REQUIRE_GPU();
+  auto shape = [](int64_t n, int64_t k, int group) {
+    GroupedGemmShape s{GemmOperand::kBF16, 4, n, k, 64};
+    s.weight_group = group;
+    return s;
+  };
+  EXPECT_NO_THROW(make_grouped_gemm_w4a16(shape(3712, 2944, 128), 0));
+  EXPECT_THROW(make_grouped_gemm_w4a16(shape(3712, 2944, 32), 0), Error);   // group 32
+  EXPECT_THROW(make_grouped_gemm_w4a16(shape(3712, 2880, 128), 0), Error);  // K % 128
+  EXPECT_THROW(make_grouped_gemm_w4a16(shape(3716, 2944, 128), 0), Error);  // N % 8
+  GroupedGemmShape fused = shape(3712, 2944, 128);
+  fused.act.enabled = true;
+  EXPECT_THROW(make_grouped_gemm_w4a16(fused, 0), Error);
+  GroupedGemmShape fp8 = shape(3712, 2944, 128);
+  fp8.operand = GemmOperand::kFP8Block128;
+  EXPECT_THROW(make_grouped_gemm_w4a16(fp8, 0), Error);
+}
+
+// Host only (runs without a GPU): the scales of each row's K groups become column r of a
+// [K/G, N] matrix, the codes stay as quant.h packs them, and malformed matrices are refused.
+TEST(GroupedGemmW4A16Layout, TransposesTheScalesAndKeepsTheCodes) {
+  QuantizedMatrix m;
+  m.method = QuantMethod::kInt4W4A16;
+  m.group_size = 64;
+  m.rows = 3, m.cols = 192;  // 3 groups per row
+  m.codes.resize(3 * 96);
+  for (size_t i = 0; i < m.codes.size(); ++i) m.codes[i] = static_cast<uint8_t>(i * 7);
+  m.scales.resize(3 * 3 * 2);
+  for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = static_cast<uint8_t>(i);
+  const GemmWeightHost w = w4a16_gemm_layout(m, 3, 192);
+  EXPECT_EQ(w.codes, m.codes);
+  ASSERT_EQ(w.group_scales.size(), 9u);
+  for (int r = 0; r < 3; ++r)
+    for (int j = 0; j < 3; ++j) {
+      uint16_t want;
+      std::memcpy(&want, &m.scales[2 * (r * 3 + j)], 2);
+      EXPECT_EQ(w.group_scales[j * 3 + r], want) << "row " << r << " group " << j;
+    }
+  EXPECT_THROW(w4a16_gemm_layout(m, 3, 128), Error);  // wrong shape
+  QuantizedMatrix short_scales = m;
+  short_scales.scales.pop_back();
+  EXPECT_THROW(w4a16_gemm_layout(short_scales, 3, 192), Error);
+  QuantizedMatrix not_int4 = m;
+  not_int4.method = QuantMethod::kMXFP4W4A16;
+  EXPECT_THROW(w4a16_gemm_layout(not_int4, 3, 192), Error);
+}
+
+// Host only: the shapes make_grouped_gemm_w4a16 takes, and the reason for one it does not.
+TEST(GroupedGemmW4A16Layout, SupportedShapes) {
+  EXPECT_TRUE(w4a16_gemm_supported(3072, 4096, 128));  // qwen3-235b GEMM1
+  EXPECT_TRUE(w4a16_gemm_supported(7168, 2048, 64));
+  EXPECT_TRUE(w4a16_gemm_supported(2888, 2880, 64));
+  std::string why;
+  EXPECT_FALSE(w4a16_gemm_supported(3072, 4096, 32, &why));
+  EXPECT_NE(why.find("not 64 or 128"), std::string::npos) << why;
+  EXPECT_FALSE(w4a16_gemm_supported(2880, 2880, 128, &why));  // K % 128
+  EXPECT_NE(why.find("multiple of the weight group"), std::string::npos) << why;
+  EXPECT_FALSE(w4a16_gemm_supported(2884, 2944, 128, &why));  // N % 8
+  EXPECT_NE(why.find("multiple of 8"), std::string::npos) << why;
+  EXPECT_FALSE(w4a16_gemm_supported(0, 2944, 128));
+  EXPECT_FALSE(w4a16_gemm_supported(8, int64_t{1} << 31, 128));
+  EXPECT_TRUE(w4a16_gemm_supported(8, 128, 128, &why));
+  EXPECT_TRUE(why.empty());
 }
 
 TEST(GroupedGemmCuda, RejectsUnalignedShapes) {

@@ -362,10 +362,10 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, MoECudaQuant, ::testing::ValuesIn(kAllQuant
                          [](const auto& info) { return std::string(quant_name(info.param)); });
 
 // exec.path decides which weight copies the layer keeps (MoELayer::device_weight_bytes): the
-// dynamic path's GEMM layout (bf16 for 4-bit formats, dequantized) and the static kernels' layout
-// (the format's own bytes, each matrix 256-byte aligned), auto both, or only the static one when
-// its capacity stays within the cutover (this shape has no table entry: 256 routed rows, 64
-// tokens at top-4). Each layer, the static-only ones included (no GEMM weights, no dynamic
+// dynamic path's GEMM layout (int4's own codes and scales for the int4 GEMM) and the static
+// kernels' layout (the format's own bytes, each matrix 256-byte aligned), auto both, or only the
+// static one when its capacity stays within the cutover (this shape has no table entry: 256 routed
+// rows, 64 tokens at top-4). Each layer, the static-only ones included (no GEMM weights, no dynamic
 // workspace), matches the reference. Sizes computed here from the shapes, not read back.
 TEST(MoECuda, PathDecidesTheWeightCopies) {
   SERVEKIT_REQUIRE_GPU();
@@ -382,11 +382,11 @@ TEST(MoECuda, PathDecidesTheWeightCopies) {
     const size_t g = static_cast<size_t>(c.experts + c.shared), h = c.hidden, i = c.inter,
                  r = 2 * i;  // SwiGLU: gate and up rows
     const size_t bias = g * (r + h) * sizeof(float);
-    const size_t gemm = g * (r * h + h * i) * 2;
     auto align = [](size_t n) { return (n + 255) / 256 * 256; };
     // bf16: 2 bytes per weight; int4 with 128-column groups: half a byte plus a bf16 scale per
-    // 128 weights.
+    // 128 weights, in both layouts (the dynamic path's int4 GEMM reads the codes as they are).
     auto packed = [&](size_t n) { return q == QuantMethod::kBF16 ? 2 * n : n / 2 + n / 64; };
+    const size_t gemm = g * (packed(r * h) + packed(h * i));
     const size_t stat = g * (align(packed(r * h)) + align(packed(h * i)));
     const MoEPath paths[] = {MoEPath::kAuto, MoEPath::kStatic, MoEPath::kDynamic, MoEPath::kAuto};
     const int64_t capacity[] = {65, 65, 65, 64};  // 64 tokens: 256 rows, within the cutover
@@ -403,6 +403,41 @@ TEST(MoECuda, PathDecidesTheWeightCopies) {
     }
   }
   if (env) setenv("SERVEKIT_MOE_CUTOVER_ROWS", saved.c_str(), 1);
+}
+
+// int4_w4a16 on the dynamic path: groups 64 and 128 run the int4 GEMM (make_grouped_gemm_w4a16)
+// unless SERVEKIT_DYNAMIC_W4A16=0, group 32 (and a switched-off layer) the bf16 GEMMs on the
+// dequantized copy; every layer matches the reference at 1, 200 and 300 tokens (groups of ~50-75
+// routed rows, several 64-token tiles), with shared experts and biases, and holds the bytes of
+// the copy it runs (a quarter of bf16's plus the scales, or bf16's).
+TEST(MoECuda, W4A16GemmOnAndOff) {
+  SERVEKIT_REQUIRE_GPU();
+  for (int group : {32, 64, 128})
+    for (const char* value : {"", "0"}) {
+      const testing::ScopedEnv w4a16("SERVEKIT_DYNAMIC_W4A16", value);
+      Case c;
+      c.quant = QuantMethod::kInt4W4A16;
+      c.group_size = group;
+      c.bias = true;
+      c.shared = 2;
+      c.tokens = 300;
+      SCOPED_TRACE("group " + std::to_string(group) + " SERVEKIT_DYNAMIC_W4A16='" + value + "'");
+      MoELayer layer(make_config(c));
+      const bool native = group != 32 && std::string(value).empty();
+      EXPECT_EQ(layer.kernels(300).find("int4 weights") != std::string::npos, native)
+          << layer.kernels(300);
+      const size_t g = static_cast<size_t>(c.experts + c.shared), h = c.hidden, i = c.inter,
+                   r = 2 * i, n = r * h + h * i;
+      const size_t gemm = native ? n / 2 + n / static_cast<size_t>(group) * 2 : 2 * n;
+      EXPECT_EQ(layer.device_weight_bytes(), g * (gemm + (r + h) * sizeof(float)));
+      load_experts(layer, c);
+      for (int64_t t : {int64_t{1}, int64_t{200}, int64_t{300}}) {
+        Case ct = c;
+        ct.tokens = t;
+        SCOPED_TRACE("tokens " + std::to_string(t));
+        check_forward(layer, ct);
+      }
+    }
 }
 
 // The odd sizes of BENCH.md where each format's block allows: H = 2880, I = 1856, E = 257,

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Session 45, any card: the int4 GEMM on the dynamic path (make_grouped_gemm_w4a16: CUTLASS's
+# ptr-array mixed-input mainloop on the 4-bit codes, int4_w4a16 groups 64 and 128, on by default;
+# SERVEKIT_DYNAMIC_W4A16=0 gives the bf16 GEMMs on the dequantized copy of before).
+#   1. build with tests (build/, reused from an earlier call of the lease); the GPU tests it
+#      touches: the GEMM against its reference, its checks, the layout, the layer with it on and
+#      off at groups 32/64/128, the weight copies, the odd sizes, every MoECudaQuant int4 case.
+#   2. qwen3-235b-a22b int4 at 256-4096 tokens on the dynamic path, int4 GEMM against the bf16
+#      copy (bench_row, --peer off, 1 token checked), and the static path at 256 and 512 beside
+#      them (its cutover, session 44: 2048 rows). kimi-k2's 384 experts take ~2 minutes to
+#      generate: not in this call.
+#   3. if PROBE=1 and time is left: bench/tools/w4a16_probe.cu's six tiles (2026-12-12-s45-w4a16.sh).
+# Prediction: tests pass. qwen3-235b 512-1024 tokens: the bf16 copy reads 4.8 GB of weights (~1.1
+# ms on an H200), the int4 GEMM 1.2 GB plus its conversion work: 2-3x faster at 512-1024, the gap
+# closing by 4096 (tensor-bound; conversion on the same warps, maybe 10-20% slower there). Then
+# the static path's cutover moves down (it is level with the bf16 copy at 512 tokens).
+# Device (carry [".deps"], ~7-9 min): SERVEKIT_COMMIT=<sha> BUDGET_S=480 PROBE=0 bash bench/runs/2026-12-12-s45-w4a16-layer.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-480}
+B=build
+work_dir w4a16layer
+say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+build_tests "$W/build.log"
+gtest_run w4a16 "$B" 'GroupedGemmCuda.W4A16*:GroupedGemmW4A16Layout.*:MoECuda.W4A16GemmOnAndOff:MoECuda.PathDecidesTheWeightCopies:MoECuda.OddSizes:AllFormats/MoECudaQuant.*/int4_w4a16' 200
+for on in 1 0; do
+  bench_row "q235-w4a16-$on" SERVEKIT_DYNAMIC_W4A16=$on -- --preset qwen3-235b-a22b \
+    --quant int4_w4a16 --routing uniform --path dynamic --tokens 256,512,1024,2048,4096
+done
+bench_row q235-static -- --preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform \
+  --path static --tokens 256,512
+if [[ ${PROBE:-0} == 1 ]] && (($(left) > 150)); then
+  P=/tmp/w4a16
+  mkdir -p $P
+  for c in 0 1 2 4; do
+    (nvcc -std=c++17 -O3 -arch=sm_90a --expt-relaxed-constexpr -I.deps/cutlass/include \
+      -I.deps/cutlass/tools/util/include -DCFG=$c -o $P/w4a16_$c bench/tools/w4a16_probe.cu \
+      >"$W/probe-build-$c.log" 2>&1; echo $? >$P/rc_$c) &
+  done
+  wait
+  for c in 0 1 2 4; do
+    t=$(($(left) - 10))
+    ((t > 10)) && [[ $(cat $P/rc_$c) == 0 ]] || { say "probe $c skipped"; continue; }
+    timeout $t $P/w4a16_$c >"$W/probe-$c.log" 2>&1
+    say "probe $c rc=$?"
+    cat "$W/probe-$c.log" >>"$W/$WORK_NAME.txt"
+  done
+fi
+say done
