@@ -9,11 +9,15 @@
 #      copy (bench_row, --peer off, 1 token checked), and the static path at 256 and 512 beside
 #      them (its cutover, session 44: 2048 rows). kimi-k2's 384 experts take ~2 minutes to
 #      generate: not in this call.
-#   3. if PROBE=1 and time is left: bench/tools/w4a16_probe.cu's six tiles (2026-12-12-s45-w4a16.sh).
-# Prediction: tests pass. qwen3-235b 512-1024 tokens: the bf16 copy reads 4.8 GB of weights (~1.1
-# ms on an H200), the int4 GEMM 1.2 GB plus its conversion work: 2-3x faster at 512-1024, the gap
-# closing by 4096 (tensor-bound; conversion on the same warps, maybe 10-20% slower there). Then
-# the static path's cutover moves down (it is level with the bf16 copy at 512 tokens).
+#   3. if PROBE=1 and time is left: bench/tools/w4a16_probe.cu's tiles 0, 1, 2 and 4.
+#   4. if SUITE=1: the whole GPU suite (ctest -L gpu) in what is left of BUDGET_S.
+# Prediction (first run, e201ee9: one 128x64 tile, plain codes): tests pass. qwen3-235b 512-1024
+# tokens: the bf16 copy reads 4.8 GB of weights, the int4 GEMM 1.2 GB plus its conversion work:
+# 2-3x faster at 512-1024, the gap closing by 4096 (tensor-bound; conversion on the same warps,
+# maybe 10-20% slower there).
+# Second run (the codes reordered for the register loads, and a 128x128 tile above 44 routed rows
+# per expert, from the probe): 256-512 tokens ~20% under the first run (~780 us), 1024 ~1000,
+# 2048 ~1450 (from 2286; the bf16 copy 2085), 4096 ~2500 (from 4150; the bf16 copy 2556).
 # Device (carry [".deps"], ~7-9 min): SERVEKIT_COMMIT=<sha> BUDGET_S=480 PROBE=0 bash bench/runs/2026-12-12-s45-w4a16-layer.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -45,5 +49,9 @@ if [[ ${PROBE:-0} == 1 ]] && (($(left) > 150)); then
     say "probe $c rc=$?"
     cat "$W/probe-$c.log" >>"$W/$WORK_NAME.txt"
   done
+fi
+if [[ ${SUITE:-0} == 1 ]]; then  # the rest of the lease: the whole GPU suite, time-boxed
+  t=$(($(left) - 20))
+  ((t > 60)) && gpu_suite $t
 fi
 say done

@@ -231,17 +231,37 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const Groupe
 // mixed-input mainloop, which converts each code to bf16 and multiplies it by its scale in
 // bf16 -- bf16(code * scale), the value quant.h's dequantization rounds to bf16 -- before the
 // wgmma). Operands: shape.operand kBF16 (A and D as for bf16); B [G, N, K/2] int4x2 (two's
-// complement, low nibble first, K-major, quant.h's codes as they are); b_group_scale as above;
+// complement, low nibble first, K-major, each expert's codes reordered by w4a16_reorder_codes);
+// b_group_scale as above;
 // b_group_stride -1. The kernel's A is the weights (the narrow operand must be; it computes
 // D_gᵀ = B_g · A_gᵀ, written as D_g row-major). No fused activation, no gate, no PDL on the GEMM
 // itself (its setup kernel takes ops.pdl). create() never returns it: the layer asks for it.
 // Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device);
 
+// make_grouped_gemm_w4a16 runs one of two tiles, 128 weight rows by 64 or 128 tokens
+// (w4a16_gemm.cuh), by the expected rows of a routed group (routed_rows_per_group of rows_hint, or
+// of capacity_rows): the 64-token tile up to kW4A16NarrowTileMaxRows, the 128-token one above.
+// bench/tools/w4a16_probe.cu on an H100 (ab/2026-12-06-s45-w4a16): the 64-token tile is 16-19%
+// faster at 16-43 rows per expert (qwen3-235b at 256-512 tokens, kimi-k2 to 2048), the
+// 128-token one 17% faster at 64 rows, where Poisson rows spill past one 64-token tile on about
+// half the experts, and 33-43% at 85-256. The pick never changes results.
+inline constexpr int64_t kW4A16NarrowTileMaxRows = 44;
+constexpr bool w4a16_wide_tile(int64_t rows_per_group) {
+  return rows_per_group > kW4A16NarrowTileMaxRows;
+}
+
+// Reorders one expert's [n, k] int4 codes (quant.h's packing, n * k / 2 bytes at `codes`, device
+// memory) in place into the order make_grouped_gemm_w4a16's kernels load them (each thread's codes
+// of a k-step adjacent); the layer does it once per matrix at load. Synchronises the device.
+// Throws servekit::Error for bad sizes.
+void w4a16_reorder_codes(void* codes, int64_t n, int64_t k);
+
 // Whether make_grouped_gemm_w4a16 takes a weight of N x K with `group` K elements per scale:
 // group 64 or 128 (the kernel's k-step is 64, and a scale group must be whole k-steps), K a
-// multiple of group, N a multiple of 8 (16-byte rows of D and of the scales), N and K positive
-// and below 2^31. `why` (if given) says what fails.
+// multiple of group, N a multiple of 16 (the reordered codes come in 16-row atoms,
+// w4a16_reorder_codes; 16-byte rows of D and of the scales), N and K positive and below 2^31. `why`
+// (if given) says what fails.
 inline bool w4a16_gemm_supported(int64_t n, int64_t k, int group, std::string* why = nullptr) {
   std::string reason;
   if (group != 64 && group != 128)
@@ -251,8 +271,8 @@ inline bool w4a16_gemm_supported(int64_t n, int64_t k, int group, std::string* w
   else if (k % group != 0)
     reason = "k=" + std::to_string(k) + " is not a multiple of the weight group " +
              std::to_string(group);
-  else if (n % 8 != 0)
-    reason = "n=" + std::to_string(n) + " is not a multiple of 8";
+  else if (n % 16 != 0)
+    reason = "n=" + std::to_string(n) + " is not a multiple of 16";
   if (why != nullptr) *why = reason;
   return reason.empty();
 }

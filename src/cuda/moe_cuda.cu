@@ -383,8 +383,9 @@ void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t 
                    "moe cuda: converted expert ", index, " has ", w.codes.size(),
                    " code bytes and ", w.group_scales.size(), " scales, expected ", bytes, " and ",
                    scales);
-    SERVEKIT_CUDA_CHECK(cudaMemcpy(codes.get<uint8_t>() + static_cast<size_t>(index) * bytes,
-                                   w.codes.data(), bytes, cudaMemcpyHostToDevice));
+    uint8_t* dst = codes.get<uint8_t>() + static_cast<size_t>(index) * bytes;
+    SERVEKIT_CUDA_CHECK(cudaMemcpy(dst, w.codes.data(), bytes, cudaMemcpyHostToDevice));
+    cuda::w4a16_reorder_codes(dst, rows, cols);  // into the order the kernels load them
     SERVEKIT_CUDA_CHECK(
         cudaMemcpy(group_scales.get<uint16_t>() + static_cast<size_t>(index) * scales,
                    w.group_scales.data(), scales * 2, cudaMemcpyHostToDevice));

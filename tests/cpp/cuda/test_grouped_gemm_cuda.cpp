@@ -776,9 +776,10 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
 }
 
-// make_grouped_gemm_w4a16: int4 codes (every nibble value, random) with one bf16 scale per
-// `group` K elements, against bf16 rows, in the five group layouts of run_case (empty groups,
-// 300 rows over several 64-token tiles, all groups empty). The kernel multiplies bf16(code *
+// make_grouped_gemm_w4a16: int4 codes (every nibble value, random, reordered on the device as the
+// layer does) with one bf16 scale per `group` K elements, against bf16 rows, in the five group
+// layouts of run_case (empty groups, 300 rows over several token tiles, all groups empty), on
+// both tiles. The kernel multiplies bf16(code *
 // scale) (the convert-and-scale mainloop rounds the product once, as __hmul does), so the
 // reference takes exactly those weights: what remains is fp32 accumulation and the bf16
 // rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble order,
@@ -841,33 +842,40 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   shape.weight_group = group;
   auto gemm = make_grouped_gemm_w4a16(shape, 0);
   EXPECT_FALSE(gemm->fuses_activation(0));
-  EXPECT_EQ(gemm->tile_name(0), "128x64x64 swap-AB cooperative cluster 1x1 int4 weights");
   DeviceArray<uint8_t> d_a(o.a), d_b(codes);
+  for (int g = 0; g < groups; ++g)  // as the layer loads them
+    w4a16_reorder_codes(d_b.get() + static_cast<size_t>(g * n * k / 2), n, k);
   DeviceArray<uint16_t> d_s(scales);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
-  for (const auto& sizes : layouts) {
-    std::vector<int32_t> offsets{0};
-    for (int m : sizes) offsets.push_back(offsets.back() + m);
-    DeviceArray<int32_t> d_off(offsets);
-    d_d.poison();
-    GroupedGemmOperands ops;
-    ops.group_offsets = d_off.get();
-    ops.a = d_a.get();
-    ops.b = d_b.get();
-    ops.b_group_scale = d_s.get();
-    ops.d = d_d.get();
-    gemm->run(ops, nullptr);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, o, sizes), n,
-                     tolerance(GemmOperand::kBF16));
-  }
+  // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one.
+  for (int64_t hint : {int64_t{0}, int64_t{200}})
+    for (const auto& sizes : layouts) {
+      SCOPED_TRACE("rows_hint " + std::to_string(hint));
+      EXPECT_EQ(gemm->tile_name(hint), std::string(hint == 0 ? "128x128x64" : "128x64x64") +
+                                           " swap-AB cooperative cluster 1x1 int4 weights");
+      std::vector<int32_t> offsets{0};
+      for (int m : sizes) offsets.push_back(offsets.back() + m);
+      DeviceArray<int32_t> d_off(offsets);
+      d_d.poison();
+      GroupedGemmOperands ops;
+      ops.group_offsets = d_off.get();
+      ops.a = d_a.get();
+      ops.b = d_b.get();
+      ops.b_group_scale = d_s.get();
+      ops.d = d_d.get();
+      ops.rows_hint = hint;
+      gemm->run(ops, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, o, sizes), n,
+                       tolerance(GemmOperand::kBF16));
+    }
 }
 
-// qwen3-235b's GEMM2 shape at group 128 (N = 4096 whole tiles), and N = 2888 (a 72-row last
+// qwen3-235b's GEMM2 shape at group 128 (N = 4096 whole tiles), and N = 2896 (an 80-row last
 // weight tile) with K = 2880 at group 64 (45 groups, odd).
 TEST(GroupedGemmCuda, W4A16) {
   run_w4a16_case(4096, 1536, 128);
-  run_w4a16_case(2888, 2880, 64);
+  run_w4a16_case(2896, 2880, 64);
 }
 
 TEST(GroupedGemmCuda, W4A16RejectsWhatItCannotRun) {
@@ -880,7 +888,7 @@ TEST(GroupedGemmCuda, W4A16RejectsWhatItCannotRun) {
   EXPECT_NO_THROW(make_grouped_gemm_w4a16(shape(3712, 2944, 128), 0));
   EXPECT_THROW(make_grouped_gemm_w4a16(shape(3712, 2944, 32), 0), Error);   // group 32
   EXPECT_THROW(make_grouped_gemm_w4a16(shape(3712, 2880, 128), 0), Error);  // K % 128
-  EXPECT_THROW(make_grouped_gemm_w4a16(shape(3716, 2944, 128), 0), Error);  // N % 8
+  EXPECT_THROW(make_grouped_gemm_w4a16(shape(3720, 2944, 128), 0), Error);  // N % 16
   GroupedGemmShape fused = shape(3712, 2944, 128);
   fused.act.enabled = true;
   EXPECT_THROW(make_grouped_gemm_w4a16(fused, 0), Error);
@@ -922,17 +930,17 @@ TEST(GroupedGemmW4A16Layout, TransposesTheScalesAndKeepsTheCodes) {
 TEST(GroupedGemmW4A16Layout, SupportedShapes) {
   EXPECT_TRUE(w4a16_gemm_supported(3072, 4096, 128));  // qwen3-235b GEMM1
   EXPECT_TRUE(w4a16_gemm_supported(7168, 2048, 64));
-  EXPECT_TRUE(w4a16_gemm_supported(2888, 2880, 64));
+  EXPECT_TRUE(w4a16_gemm_supported(2896, 2880, 64));
   std::string why;
   EXPECT_FALSE(w4a16_gemm_supported(3072, 4096, 32, &why));
   EXPECT_NE(why.find("not 64 or 128"), std::string::npos) << why;
   EXPECT_FALSE(w4a16_gemm_supported(2880, 2880, 128, &why));  // K % 128
   EXPECT_NE(why.find("multiple of the weight group"), std::string::npos) << why;
-  EXPECT_FALSE(w4a16_gemm_supported(2884, 2944, 128, &why));  // N % 8
-  EXPECT_NE(why.find("multiple of 8"), std::string::npos) << why;
+  EXPECT_FALSE(w4a16_gemm_supported(2888, 2944, 128, &why));  // N % 16
+  EXPECT_NE(why.find("multiple of 16"), std::string::npos) << why;
   EXPECT_FALSE(w4a16_gemm_supported(0, 2944, 128));
-  EXPECT_FALSE(w4a16_gemm_supported(8, int64_t{1} << 31, 128));
-  EXPECT_TRUE(w4a16_gemm_supported(8, 128, 128, &why));
+  EXPECT_FALSE(w4a16_gemm_supported(16, int64_t{1} << 31, 128));
+  EXPECT_TRUE(w4a16_gemm_supported(16, 128, 128, &why));
   EXPECT_TRUE(why.empty());
 }
 

@@ -1,0 +1,12 @@
+// The int4-weight grouped GEMM's 128-token tile (kernels/gemm/w4a16_gemm.cuh), which
+// make_grouped_gemm_w4a16 picks for runs of more than kW4A16NarrowTileMaxRows rows per routed
+// group.
+#include "cuda/kernels/gemm/w4a16_gemm.cuh"
+
+namespace servekit::cuda::gemm {
+
+std::unique_ptr<GroupedGemm> make_w4a16_runner_n128(const GroupedGemmShape& shape, int device) {
+  return std::make_unique<W4A16Runner<128>>(shape, device);
+}
+
+}  // namespace servekit::cuda::gemm
