@@ -593,6 +593,8 @@ TEST(MoECuda, FusedActivationMatchesThePass) {
 // dequantized weights), SwiGLU-OAI with biases, two shared experts, against the reference.
 TEST(MoECuda, SwapTileMatchesReference) {
   SERVEKIT_REQUIRE_GPU();
+  // int4 on the bf16 GEMMs (its dequantized copy), not on its own int4 GEMM (W4A16GemmOnAndOff).
+  const testing::ScopedEnv copy("SERVEKIT_DYNAMIC_W4A16", "0");
   // Every swap-AB tile for both GEMMs (SERVEKIT_GEMM_SWAP, read at construction): the ping-pong
   // one fuses the activation on W13 in 64-row blocks, the cooperative one and its pair on 128-row
   // blocks.
