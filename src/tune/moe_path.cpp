@@ -15,7 +15,8 @@ namespace servekit::tune {
 // dynamic one; the true crossover lies between it and the next measured point. Entries that
 // say H100 were measured on one (session 44: the 4-bit formats, where the static path reads a
 // quarter of the dynamic path's weight bytes and stays 1.9-3.3x ahead to 256-512 tokens; no H200
-// was lent). Unmeasured shapes keep the design point of the static path (decode, 256 routed rows)
+// was lent; qwen3-235b int4 moved down again in session 45, when the dynamic path got its own
+// int4 GEMM). Unmeasured shapes keep the design point of the static path (decode, 256 routed rows)
 // and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
@@ -38,10 +39,12 @@ const std::vector<MoECutover>& moe_cutover_table() {
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 64, true,
        "static 482.2 us vs dynamic 487.2 us at T=8; 704.8 vs 687.6 at T=12, 760.1 vs 739.0 at "
        "T=16 (cutover-s7b-qwen3.json: the dynamic path's 64x128 tile)"},
-      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 2048, true,
-       "H100 (session 44, ab/2026-12-06-s44-final/cutover4.json): static 545.7, 666.1, 1016.6 us "
-       "vs dynamic 1672.7, 1711.1, 1753.7 at T=64, 128, 256; 1841.8 vs 1840.8 at T=512 (level). "
-       "H200: static 537.9 vs dynamic 1102.9 at T=32"},
+      {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 1024, true,
+       "H100, the dynamic path on the int4 GEMM (session 45, ab/2026-12-06-s45-w4a16b): dynamic "
+       "784.5 us vs static 1016.1 at T=256, 798.7 vs 1849.3 at T=512; static 666.1 at T=128 "
+       "(session 44, s44-final/cutover4.json) where the int4 GEMM, one 64-token tile per expert "
+       "below T=~700, stays near its T=256 time. Before the int4 GEMM (the bf16 copy, session 44): "
+       "static 545.7, 666.1, 1016.6 vs dynamic 1672.7, 1711.1, 1753.7 at T=64, 128, 256"},
       {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 128, true,
        "static 204.4 us vs dynamic 207.3 us at T=12, 207.4 vs 210.1 at T=16; 286.3 vs 284.9 at "
        "T=32 (2026-12-01-cutover-s13.json; at s7 T=12 and 16 were level, 205.5 vs 204.7, 208.3 vs "
