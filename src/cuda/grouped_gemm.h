@@ -232,11 +232,10 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const Groupe
 // bf16 -- bf16(code * scale), the value quant.h's dequantization rounds to bf16 -- before the
 // wgmma). Operands: shape.operand kBF16 (A and D as for bf16); B [G, N, K/2] int4x2 (two's
 // complement, low nibble first, K-major, each expert's codes reordered by w4a16_reorder_codes);
-// b_group_scale as above;
-// b_group_stride -1. The kernel's A is the weights (the narrow operand must be; it computes
-// D_gᵀ = B_g · A_gᵀ, written as D_g row-major). No fused activation, no gate, no PDL on the GEMM
-// itself (its setup kernel takes ops.pdl). create() never returns it: the layer asks for it.
-// Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group).
+// b_group_scale as above; b_group_stride -1. The kernel's A is the weights (the narrow operand must
+// be; it computes D_gᵀ = B_g · A_gᵀ, written as D_g row-major). No fused activation, no gate, no
+// PDL on the GEMM itself (its setup kernel takes ops.pdl). create() never returns it: the layer
+// asks for it. Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device);
 
 // make_grouped_gemm_w4a16 runs one of two tiles, 128 weight rows by 64 or 128 tokens
@@ -260,14 +259,16 @@ void w4a16_reorder_codes(void* codes, int64_t n, int64_t k);
 // Whether make_grouped_gemm_w4a16 takes a weight of N x K with `group` K elements per scale:
 // group 64 or 128 (the kernel's k-step is 64, and a scale group must be whole k-steps), K a
 // multiple of group, N a multiple of 16 (the reordered codes come in 16-row atoms,
-// w4a16_reorder_codes; 16-byte rows of D and of the scales), N and K positive and below 2^31. `why`
-// (if given) says what fails.
+// w4a16_reorder_codes; 16-byte rows of D and of the scales), N and K positive and N * K below
+// 2^31 (the reordered layout's offsets are int). `why` (if given) says what fails.
 inline bool w4a16_gemm_supported(int64_t n, int64_t k, int group, std::string* why = nullptr) {
   std::string reason;
   if (group != 64 && group != 128)
     reason = "weight group " + std::to_string(group) + " is not 64 or 128";
-  else if (n <= 0 || k <= 0 || n >= (int64_t{1} << 31) || k >= (int64_t{1} << 31))
-    reason = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " outside [1, 2^31)";
+  else if (n <= 0 || k <= 0 || n >= (int64_t{1} << 31) || k >= (int64_t{1} << 31) ||
+           n * k >= (int64_t{1} << 31))
+    reason = "n=" + std::to_string(n) + " k=" + std::to_string(k) +
+             " must be positive with n * k below 2^31";
   else if (k % group != 0)
     reason = "k=" + std::to_string(k) + " is not a multiple of the weight group " +
              std::to_string(group);

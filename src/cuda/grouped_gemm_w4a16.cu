@@ -64,10 +64,9 @@ __global__ void w4a16_reorder_kernel(const uint8_t* src, uint32_t* dst, int n, i
 }  // namespace
 
 void w4a16_reorder_codes(void* codes, int64_t n, int64_t k) {
-  SERVEKIT_CHECK(codes != nullptr && n > 0 && k > 0 && k % 64 == 0 && n < (int64_t{1} << 31) &&
-                     k < (int64_t{1} << 31),
-                 "w4a16_reorder_codes: need codes and positive n, k a multiple of 64, both below "
-                 "2^31, got n=",
+  SERVEKIT_CHECK(codes != nullptr && n > 0 && k > 0 && k % 64 == 0 && n * k < (int64_t{1} << 31),
+                 "w4a16_reorder_codes: need codes, positive n and k, k a multiple of 64 and n * k "
+                 "below 2^31, got n=",
                  n, " k=", k);
   const auto layout = gemm::w4a16_reordered_layout(static_cast<int>(n), static_cast<int>(k));
   SERVEKIT_CHECK(static_cast<int64_t>(cute::cosize(layout)) == n * k, "w4a16_reorder_codes: n=", n,

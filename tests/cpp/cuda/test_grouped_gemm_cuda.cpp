@@ -940,6 +940,8 @@ TEST(GroupedGemmW4A16Layout, SupportedShapes) {
   EXPECT_NE(why.find("multiple of 16"), std::string::npos) << why;
   EXPECT_FALSE(w4a16_gemm_supported(0, 2944, 128));
   EXPECT_FALSE(w4a16_gemm_supported(16, int64_t{1} << 31, 128));
+  EXPECT_FALSE(w4a16_gemm_supported(65536, 32768, 128));  // n * k = 2^31
+  EXPECT_TRUE(w4a16_gemm_supported(65536, 32640, 128));
   EXPECT_TRUE(w4a16_gemm_supported(16, 128, 128, &why));
   EXPECT_TRUE(why.empty());
 }
