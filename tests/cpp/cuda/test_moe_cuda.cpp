@@ -771,8 +771,9 @@ TEST(MoECuda, StaticFp8InputPreparation) {
 // an eager forward allocates no device memory; two runs are bit-identical (no atomics order).
 TEST(MoECuda, GraphReplayNoAllocationDeterminism) {
   SERVEKIT_REQUIRE_GPU();
-  for (QuantMethod q :
-       {QuantMethod::kBF16, QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128}) {
+  // int4_w4a16 (group 128): the int4 GEMM (make_grouped_gemm_w4a16) and its separate activation.
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8PerTensor, QuantMethod::kFP8Block128,
+                        QuantMethod::kInt4W4A16}) {
     Case c;
     c.quant = q;
     c.tokens = 96;
