@@ -9,7 +9,8 @@
 #      copy (bench_row, --peer off, 1 token checked), and the static path at 256 and 512 beside
 #      them (its cutover, session 44: 2048 rows). kimi-k2's 384 experts take ~2 minutes to
 #      generate: not in this call.
-#   3. if PROBE=1 and time is left: bench/tools/w4a16_probe.cu's tiles 0, 1, 2 and 4.
+#   3. if PROBE=1 and time is left: bench/tools/w4a16_probe.cu's configurations PROBE_CFGS
+#      (default 0 1 2 4, as calls 1-2 ran; 6 is the 128x256 int4 tile).
 #   4. if SUITE=1: the whole GPU suite (ctest -L gpu) in what is left of BUDGET_S.
 # Prediction (first run, e201ee9: one 128x64 tile, plain codes): tests pass. qwen3-235b 512-1024
 # tokens: the bf16 copy reads 4.8 GB of weights, the int4 GEMM 1.2 GB plus its conversion work:
@@ -36,13 +37,13 @@ bench_row q235-static -- --preset qwen3-235b-a22b --quant int4_w4a16 --routing u
 if [[ ${PROBE:-0} == 1 ]] && (($(left) > 150)); then
   P=/tmp/w4a16
   mkdir -p $P
-  for c in 0 1 2 4; do
+  for c in ${PROBE_CFGS:-0 1 2 4}; do
     (nvcc -std=c++17 -O3 -arch=sm_90a --expt-relaxed-constexpr -I.deps/cutlass/include \
       -I.deps/cutlass/tools/util/include -DCFG=$c -o $P/w4a16_$c bench/tools/w4a16_probe.cu \
       >"$W/probe-build-$c.log" 2>&1; echo $? >$P/rc_$c) &
   done
   wait
-  for c in 0 1 2 4; do
+  for c in ${PROBE_CFGS:-0 1 2 4}; do
     t=$(($(left) - 10))
     ((t > 10)) && [[ $(cat $P/rc_$c) == 0 ]] || { say "probe $c skipped"; continue; }
     timeout $t $P/w4a16_$c >"$W/probe-$c.log" 2>&1

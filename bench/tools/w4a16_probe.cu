@@ -7,6 +7,8 @@
 //   0 int4 cooperative 128x64x64          3 int4 ping-pong 64x64x64 (reordered)
 //   1 int4 cooperative 128x64x64 reordered 4 bf16 cooperative 128x64x64
 //   2 int4 cooperative 128x128x64 reordered 5 bf16 cooperative 128x128x64
+//   6 int4 cooperative 128x256x64 reordered (session 45's Next: half the conversions per FLOP
+//     of the 128x128 tile where experts hold 256+ rows)
 // The weights are the kernel's A (the narrow operand must be A in the ptr-array kernels: they
 // cannot swap M and N back), so each group computes D_gᵀ [N, M_g] = W_g · X_gᵀ, written
 // column-major, i.e. D_g [M_g, N] row-major as the layer wants it. The scales are [K/G, N] per
@@ -53,14 +55,15 @@ using Problem = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
 using BF = cutlass::bfloat16_t;
 using I4 = cutlass::int4b_t;
 
-constexpr bool kInt4 = CFG <= 3;
-constexpr bool kReorder = CFG >= 1 && CFG <= 3;
+constexpr bool kInt4 = CFG <= 3 || CFG == 6;
+constexpr bool kReorder = (CFG >= 1 && CFG <= 3) || CFG == 6;
 constexpr bool kCoop = CFG != 3;
 constexpr int kTileM = CFG == 3 ? 64 : 128;
-constexpr int kTileN = (CFG == 2 || CFG == 5) ? 128 : 64;
+constexpr int kTileN = CFG == 6 ? 256 : (CFG == 2 || CFG == 5) ? 128 : 64;
 constexpr const char* kName[] = {
     "int4 coop 128x64x64",        "int4 coop 128x64x64 reordered", "int4 coop 128x128x64 reordered",
-    "int4 pp 64x64x64 reordered", "bf16 coop 128x64x64",           "bf16 coop 128x128x64"};
+    "int4 pp 64x64x64 reordered", "bf16 coop 128x64x64",           "bf16 coop 128x128x64",
+    "int4 coop 128x256x64 reordered"};
 
 using TileMNK = Shape<Int<kTileM>, Int<kTileN>, _64>;
 using Cluster = Shape<_1, _1, _1>;
