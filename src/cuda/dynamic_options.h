@@ -32,18 +32,33 @@
 //                                   128 on an H100 and 64 elsewhere (swap_pp_tile_k_for_device,
 //                                   gemm_tile_config.h, with the measurements). Both steps
 //                                   pass the same GEMM tests against the reference.
+//   SERVEKIT_DYNAMIC_W4A16=0|1      int4_w4a16 with group 64 or 128 on the int4 GEMM
+//                                   (make_grouped_gemm_w4a16, grouped_gemm.h) over its 4-bit
+//                                   codes (default 1, kDynamicW4A16Default: 1.3-2.3x the bf16 copy
+//                                   at 256-2048 tokens on qwen3-235b, 11% slower at 4096, a quarter
+//                                   of its memory; docs/perf-notes.md, forty-fifth pass); 0 runs
+//                                   the bf16 GEMMs on weights dequantized at load. Results agree
+//                                   within the int4 tolerance (the same bf16 weights, another
+//                                   summation order).
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.
 // Any other value is an error (servekit::Error at construction), not a silent default.
 #pragma once
 
+#include <cstdlib>
 #include <optional>
 #include <string_view>
+
+#include "cuda/gemm_tile_config.h"
+#include "servekit/error.h"
 
 namespace servekit::cuda {
 
 constexpr int kDynamicStopPasses = 5;
+
+// SERVEKIT_DYNAMIC_W4A16 when unset or empty.
+constexpr bool kDynamicW4A16Default = true;
 
 // The on/off switches above: "1" / "on", "0" / "off"; empty is `empty`.
 constexpr std::optional<bool> parse_dynamic_switch(std::string_view s, bool empty) {
@@ -61,6 +76,34 @@ constexpr std::optional<int> parse_dynamic_stop(std::string_view s) {
   if (s.empty()) return 0;
   if (s.size() == 1 && s[0] >= '0' && s[0] <= '0' + kDynamicStopPasses) return s[0] - '0';
   return std::nullopt;
+}
+
+// The readers the layer calls at construction: the value of the environment variable, parsed
+// as above (unset: the default); a bad value throws servekit::Error naming it.
+// An on/off switch (SERVEKIT_DYNAMIC_PDL, _FUSED_ACT, _W4A16, SERVEKIT_DIAG_SWAP_FUSED_ACT):
+// `fallback` when unset or empty.
+inline bool dynamic_switch_from_env(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return fallback;
+  const std::optional<bool> on = parse_dynamic_switch(v, fallback);
+  SERVEKIT_CHECK(on.has_value(), name, "='", v, "' must be 1 or 0");
+  return *on;
+}
+inline GemmSwapChoice gemm_swap_from_env() {
+  const char* v = std::getenv("SERVEKIT_GEMM_SWAP");
+  if (v == nullptr) return GemmSwapChoice::kAuto;
+  const std::optional<GemmSwapChoice> c = parse_gemm_swap_choice(v);
+  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_SWAP='", v,
+                 "' must be auto, cooperative or pingpong");
+  return *c;
+}
+inline int dynamic_stop_from_env() {
+  const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
+  if (v == nullptr) return 0;
+  const std::optional<int> stop = parse_dynamic_stop(v);
+  SERVEKIT_CHECK(stop.has_value(), "SERVEKIT_DIAG_DYNAMIC_STOP='", v, "' must be 0 to ",
+                 kDynamicStopPasses);
+  return *stop;
 }
 
 }  // namespace servekit::cuda

@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -68,39 +67,9 @@ class DeviceScope {
 
 using cuda::DeviceBuffer;
 
-// Whether int4_w4a16 (group 64 or 128) runs the int4 GEMM on the dynamic path when
-// SERVEKIT_DYNAMIC_W4A16 is unset or empty.
-constexpr bool kDynamicW4A16Default = true;
-
 // The static path is planned for small batches: its capacity is the layer's, up to this many
 // tokens (far above any measured cutover; exec.path=static beyond it is an error at forward).
 constexpr int64_t kStaticMaxTokens = 1024;
-
-// The on/off switches of dynamic_options.h (SERVEKIT_DYNAMIC_PDL, SERVEKIT_DYNAMIC_FUSED_ACT,
-// SERVEKIT_DIAG_SWAP_FUSED_ACT): `fallback` when unset or empty, else 1 / on or 0 / off.
-bool switch_from_env(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  const std::optional<bool> on = cuda::parse_dynamic_switch(v, fallback);
-  SERVEKIT_CHECK(on.has_value(), name, "='", v, "' must be 1 or 0");
-  return *on;
-}
-cuda::GemmSwapChoice gemm_swap_from_env() {
-  const char* v = std::getenv("SERVEKIT_GEMM_SWAP");
-  if (v == nullptr) return cuda::GemmSwapChoice::kAuto;
-  const std::optional<cuda::GemmSwapChoice> c = cuda::parse_gemm_swap_choice(v);
-  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_SWAP='", v,
-                 "' must be auto, cooperative or pingpong");
-  return *c;
-}
-int dynamic_stop_from_env() {
-  const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
-  if (v == nullptr) return 0;
-  const std::optional<int> stop = cuda::parse_dynamic_stop(v);
-  SERVEKIT_CHECK(stop.has_value(), "SERVEKIT_DIAG_DYNAMIC_STOP='", v, "' must be 0 to ",
-                 cuda::kDynamicStopPasses);
-  return *stop;
-}
 
 // Every buffer of the backend starts zeroed: unloaded experts read as zero weights.
 DeviceBuffer zeroed(size_t bytes) {
@@ -193,9 +162,9 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   SERVEKIT_CHECK(cfg.exec.device.is_cuda(), "moe cuda: device ", cfg.exec.device.str(),
                  " is not a CUDA device");
   device_ = cfg.exec.device.index;
-  pdl_ = switch_from_env("SERVEKIT_DYNAMIC_PDL", false);
-  diag_stop_ = dynamic_stop_from_env();
-  swap_fused_act_ = switch_from_env("SERVEKIT_DIAG_SWAP_FUSED_ACT", true);
+  pdl_ = cuda::dynamic_switch_from_env("SERVEKIT_DYNAMIC_PDL", false);
+  diag_stop_ = cuda::dynamic_stop_from_env();
+  swap_fused_act_ = cuda::dynamic_switch_from_env("SERVEKIT_DIAG_SWAP_FUSED_ACT", true);
   hidden_ = cfg.experts.hidden_size;
   inter_ = cfg.experts.intermediate_size;
   w13_rows_ = w13_rows(cfg);
@@ -237,17 +206,17 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                  " x (top_k + shared) exceeds 2^31 permuted rows");
 
   w4a16_ = dynamic_ok_ && cfg.quant.method == QuantMethod::kInt4W4A16 &&
-           switch_from_env("SERVEKIT_DYNAMIC_W4A16", kDynamicW4A16Default) &&
+           cuda::dynamic_switch_from_env("SERVEKIT_DYNAMIC_W4A16", cuda::kDynamicW4A16Default) &&
            cuda::w4a16_gemm_supported(w13_rows_, hidden_, cfg.quant.group_size) &&
            cuda::w4a16_gemm_supported(hidden_, inter_, cfg.quant.group_size);
-  w13_interleaved_ = !w4a16_ && switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) &&
+  w13_interleaved_ = !w4a16_ && cuda::dynamic_switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) &&
                      dynamic_ok_ && activation_is_gated(cfg.activation) &&
                      w13_rows_ == 2 * inter_ && inter_ % 128 == 0 &&
                      act_ != ActFormat::kFP8PerTensor &&
                      (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
   // Each GEMM's swap-AB tile by its shape (N x K); GEMM1's sets the interleave its fused tiles
   // need (the ping-pong swap tile 64 rows, else 128; create() builds the 128x256 tile for it).
-  const cuda::GemmSwapChoice swap_choice = gemm_swap_from_env();
+  const cuda::GemmSwapChoice swap_choice = cuda::gemm_swap_from_env();
   gemm1_swap_pp_ = cuda::use_swap_pingpong(operand_, w13_rows_, hidden_, swap_choice);
   gemm2_swap_pp_ = cuda::use_swap_pingpong(operand_, hidden_, inter_, swap_choice);
   w13_interleave_ = static_cast<int>(cuda::w13_interleave_rows(operand_, gemm1_swap_pp_));

@@ -2,9 +2,11 @@
 // means, and that a typo is refused instead of silently meaning the default.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cuda/dynamic_options.h"
+#include "servekit/error.h"
 
 namespace servekit::cuda {
 namespace {
@@ -40,6 +42,30 @@ TEST(DynamicOptions, StopNamesOneOfTheFivePasses) {
   EXPECT_FALSE(parse_dynamic_stop("-1").has_value());
   EXPECT_FALSE(parse_dynamic_stop("12").has_value());
   EXPECT_FALSE(parse_dynamic_stop("gemm1").has_value());
+}
+
+// The readers the layer calls at construction: unset gives the default, a value its parse, a bad
+// value an error naming the variable (the int4 GEMM's switch is on by default).
+TEST(DynamicOptions, ReadersTakeTheEnvironment) {
+  const char* name = "SERVEKIT_TEST_DYNAMIC_SWITCH";
+  unsetenv(name);
+  EXPECT_TRUE(dynamic_switch_from_env(name, true));
+  EXPECT_FALSE(dynamic_switch_from_env(name, false));
+  setenv(name, "", 1);
+  EXPECT_TRUE(dynamic_switch_from_env(name, true));
+  setenv(name, "0", 1);
+  EXPECT_FALSE(dynamic_switch_from_env(name, true));
+  setenv(name, "on", 1);
+  EXPECT_TRUE(dynamic_switch_from_env(name, false));
+  setenv(name, "yes", 1);
+  try {
+    dynamic_switch_from_env(name, true);
+    ADD_FAILURE() << "a bad value was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+  unsetenv(name);
+  EXPECT_TRUE(kDynamicW4A16Default);
 }
 
 }  // namespace

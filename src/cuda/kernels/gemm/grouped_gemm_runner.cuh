@@ -13,6 +13,7 @@
 #include <cutlass/util/packed_stride.hpp>
 
 #include "cuda/grouped_gemm.h"
+#include "cuda/kernels/gemm/cutlass_setup.cuh"
 #include "cuda/kernels/gemm/sm90_grouped_gemm.cuh"
 #include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
@@ -348,12 +349,7 @@ class GroupedGemmRunner final : public GroupedGemm {
   // Host-side setup done once: shared-memory opt-in, occupancy of the cluster launch, Params.
   void build_params() {
     const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
-    // 227 KB: the most shared memory an sm_90 CTA can opt in to.
-    static_assert(GemmKernel::SharedStorageSize <= 227 * 1024,
-                  "the kernel's shared storage exceeds what a CTA can have (a launch would fail)");
-    const int smem = GemmKernel::SharedStorageSize;
-    SERVEKIT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const int smem = opt_in_shared_memory<GemmKernel>();
     // Clusters must fit whole in a GPC, so fewer than sm_count / cluster_size may co-exist.
     cudaLaunchConfig_t launch{};
     cudaLaunchAttribute attr{};
@@ -373,16 +369,8 @@ class GroupedGemmRunner final : public GroupedGemm {
                    " bytes of shared memory fits on device ", device_);
 
     max_active_clusters_ = max_active_clusters;
-    const auto args = make_arguments(max_active_clusters);
-    const cutlass::Status ok = Gemm::can_implement(args);
-    SERVEKIT_CHECK(ok == cutlass::Status::kSuccess,
-                   "grouped_gemm: CUTLASS cannot implement n=", shape_.n, " k=", shape_.k, ": ",
-                   cutlassGetStatusString(ok));
-    const cutlass::Status init = GemmKernel::initialize_workspace(args, workspace_, nullptr);
-    SERVEKIT_CHECK(init == cutlass::Status::kSuccess,
-                   "grouped_gemm: workspace init failed: ", cutlassGetStatusString(init));
-    SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    params_ = GemmKernel::to_underlying_arguments(args, workspace_);
+    params_ = checked_params<Gemm, GemmKernel>(make_arguments(max_active_clusters), workspace_,
+                                               "grouped_gemm", shape_.n, shape_.k);
   }
 
   GroupedGemmShape shape_;

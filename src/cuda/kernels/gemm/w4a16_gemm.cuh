@@ -38,6 +38,7 @@
 #include <cutlass/util/mixed_dtype_utils.hpp>
 
 #include "cuda/grouped_gemm.h"
+#include "cuda/kernels/gemm/cutlass_setup.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
@@ -116,22 +117,15 @@ struct W4A16Kernel {
 
 template <class K>
 struct W4A16Arrays {
-  using ProblemSize = typename K::ProblemSize;
-  using I4 = W4I4;
-  using BF = W4BF;
-  using StrideA = typename K::StrideA;
-  using StrideB = typename K::StrideB;
-  using StrideD = typename K::StrideD;
-  using StrideS = typename K::StrideS;
-  ProblemSize* problem = nullptr;
-  const I4** a = nullptr;
-  const BF** b = nullptr;
-  const BF** s = nullptr;
-  BF** d = nullptr;
-  StrideA* stride_a = nullptr;
-  StrideB* stride_b = nullptr;
-  StrideD* stride_d = nullptr;
-  StrideS* stride_s = nullptr;
+  typename K::ProblemSize* problem = nullptr;
+  const W4I4** a = nullptr;
+  const W4BF** b = nullptr;
+  const W4BF** s = nullptr;
+  W4BF** d = nullptr;
+  typename K::StrideA* stride_a = nullptr;
+  typename K::StrideB* stride_b = nullptr;
+  typename K::StrideD* stride_d = nullptr;
+  typename K::StrideS* stride_s = nullptr;
 };
 
 // One thread per group: M_g from the offsets and group g's pointers.
@@ -293,26 +287,15 @@ class W4A16Runner final : public GroupedGemm {
   // (w4a16_gemm_supported in the constructor holds its rules for N, K and the group).
   void build_params() {
     const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
-    static_assert(GemmKernel::SharedStorageSize <= 227 * 1024,
-                  "the kernel's shared storage exceeds what a CTA can have");
-    const int smem = GemmKernel::SharedStorageSize;
-    SERVEKIT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    const int smem = opt_in_shared_memory<GemmKernel>();
     int blocks_per_sm = 0;
     SERVEKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
         &blocks_per_sm, kernel, GemmKernel::MaxThreadsPerBlock, static_cast<size_t>(smem)));
     SERVEKIT_CHECK(blocks_per_sm > 0, "grouped_gemm w4a16: a CTA with ", smem,
                    " bytes of shared memory does not fit on device ", device_);
-    const auto args = make_arguments(blocks_per_sm * sm_count_);
-    const cutlass::Status ok = Gemm::can_implement(args);
-    SERVEKIT_CHECK(ok == cutlass::Status::kSuccess,
-                   "grouped_gemm w4a16: CUTLASS cannot implement n=", shape_.n, " k=", shape_.k,
-                   ": ", cutlassGetStatusString(ok));
-    const cutlass::Status init = GemmKernel::initialize_workspace(args, workspace_, nullptr);
-    SERVEKIT_CHECK(init == cutlass::Status::kSuccess,
-                   "grouped_gemm w4a16: workspace init failed: ", cutlassGetStatusString(init));
-    SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
-    params_ = GemmKernel::to_underlying_arguments(args, workspace_);
+    params_ =
+        checked_params<Gemm, GemmKernel>(make_arguments(blocks_per_sm * sm_count_), workspace_,
+                                         "grouped_gemm w4a16", shape_.n, shape_.k);
   }
 
   GroupedGemmShape shape_;
