@@ -40,6 +40,11 @@
 //                                   the bf16 GEMMs on weights dequantized at load. Results agree
 //                                   within the int4 tolerance (the same bf16 weights, another
 //                                   summation order).
+//   SERVEKIT_GEMM_W4A16_TILE=auto|64|128|256  the int4 GEMM's token tile (read by
+//                                   make_grouped_gemm_w4a16, grouped_gemm.h): auto (default)
+//                                   picks per run by an expert's expected rows (w4a16_tile_n);
+//                                   a number forces that tile for every run. Results are
+//                                   identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

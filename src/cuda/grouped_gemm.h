@@ -19,7 +19,9 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include <cuda_runtime.h>
 
@@ -238,16 +240,33 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const Groupe
 // asks for it. Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group).
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device);
 
-// make_grouped_gemm_w4a16 runs one of two tiles, 128 weight rows by 64 or 128 tokens
+// make_grouped_gemm_w4a16 runs one of three tiles, 128 weight rows by 64, 128 or 256 tokens
 // (w4a16_gemm.cuh), by the expected rows of a routed group (routed_rows_per_group of rows_hint, or
-// of capacity_rows): the 64-token tile up to kW4A16NarrowTileMaxRows, the 128-token one above.
-// bench/tools/w4a16_probe.cu on an H100 (ab/2026-12-06-s45-w4a16): the 64-token tile is 16-19%
-// faster at 16-43 rows per expert (qwen3-235b at 256-512 tokens, kimi-k2 to 2048), the
-// 128-token one 17% faster at 64 rows, where Poisson rows spill past one 64-token tile on about
-// half the experts, and 33-43% at 85-256. The pick never changes results.
+// of capacity_rows): the 64-token tile up to kW4A16NarrowTileMaxRows, the 128-token one up to
+// kW4A16MidTileMaxRows, the 256-token one above. bench/tools/w4a16_probe.cu on an H100
+// (ab/2026-12-06-s45-w4a16): the 64-token tile is 16-19% faster at 16-43 rows per expert
+// (qwen3-235b at 256-512 tokens, kimi-k2 to 2048), the 128-token one 17% faster at 64 rows, where
+// Poisson rows spill past one 64-token tile on about half the experts, and 33-43% at 85-256. The
+// 256-token tile converts each weight once per 256 tokens instead of 128, for the runs where the
+// 128-token tile is bound by the tensor cores and its conversions (qwen3-235b at 4096 tokens: 11%
+// slower than the bf16 copy, session 45); its bound is where one 256-token tile wastes no more
+// than two 128-token tiles would (not measured yet). SERVEKIT_GEMM_W4A16_TILE (64, 128 or 256)
+// forces one tile for every run; auto or unset is the pick. The pick never changes results.
 inline constexpr int64_t kW4A16NarrowTileMaxRows = 44;
-constexpr bool w4a16_wide_tile(int64_t rows_per_group) {
-  return rows_per_group > kW4A16NarrowTileMaxRows;
+inline constexpr int64_t kW4A16MidTileMaxRows = 192;
+constexpr int w4a16_tile_n(int64_t rows_per_group) {
+  return rows_per_group <= kW4A16NarrowTileMaxRows ? 64
+         : rows_per_group <= kW4A16MidTileMaxRows  ? 128
+                                                   : 256;
+}
+// SERVEKIT_GEMM_W4A16_TILE's values: "auto" or empty 0 (the pick), "64", "128", "256" that tile;
+// anything else nullopt (make_grouped_gemm_w4a16 throws, naming the variable).
+constexpr std::optional<int> parse_w4a16_tile(std::string_view s) {
+  if (s.empty() || s == "auto") return 0;
+  if (s == "64") return 64;
+  if (s == "128") return 128;
+  if (s == "256") return 256;
+  return std::nullopt;
 }
 
 // Reorders one expert's [n, k] int4 codes (quant.h's packing, n * k / 2 bytes at `codes`, device

@@ -1,6 +1,8 @@
 // The int4-weight grouped GEMM (make_grouped_gemm_w4a16, grouped_gemm.h): the 64-token tile's
-// runner (kernels/gemm/w4a16_gemm.cuh), the per-run pick between it and the 128-token tile
-// (grouped_gemm_w4a16_n128.cu), and the reorder of the codes at load.
+// runner (kernels/gemm/w4a16_gemm.cuh), the per-run pick between it and the 128- and 256-token
+// tiles (grouped_gemm_w4a16_n128.cu, _n256.cu), and the reorder of the codes at load.
+#include <cstdlib>
+
 #include "cuda/kernels/gemm/w4a16_gemm.cuh"
 
 namespace servekit::cuda {
@@ -12,16 +14,19 @@ std::unique_ptr<GroupedGemm> make_w4a16_runner_n64(const GroupedGemmShape& shape
 
 namespace {
 
-// Picks a tile per run by the expected rows of a routed group (w4a16_wide_tile, grouped_gemm.h).
+// Picks a tile per run by the expected rows of a routed group (w4a16_tile_n, grouped_gemm.h), or
+// runs the one SERVEKIT_GEMM_W4A16_TILE names.
 class W4A16Choosing final : public GroupedGemm {
  public:
-  W4A16Choosing(const GroupedGemmShape& shape, int device)
-      : narrow_(make_w4a16_runner_n64(shape, device)),
-        wide_(make_w4a16_runner_n128(shape, device)) {}
+  W4A16Choosing(const GroupedGemmShape& shape, int device, int forced)
+      : forced_(forced),
+        n64_(make_w4a16_runner_n64(shape, device)),
+        n128_(make_w4a16_runner_n128(shape, device)),
+        n256_(make_w4a16_runner_n256(shape, device)) {}
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     pick(ops.rows_hint).run(ops, stream);
   }
-  const GroupedGemmShape& shape() const override { return narrow_->shape(); }
+  const GroupedGemmShape& shape() const override { return n64_->shape(); }
   GemmConfig config(int64_t rows_hint) const override { return pick(rows_hint).config(rows_hint); }
   bool fuses_activation(int64_t /*rows_hint*/) const override { return false; }
   std::string tile_name(int64_t rows_hint) const override {
@@ -30,19 +35,28 @@ class W4A16Choosing final : public GroupedGemm {
 
  private:
   const GroupedGemm& pick(int64_t rows_hint) const {
-    const GroupedGemmShape& s = narrow_->shape();
+    const GroupedGemmShape& s = n64_->shape();
     const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
-    return w4a16_wide_tile(routed_rows_per_group(s.routing, rows, s.num_groups)) ? *wide_
-                                                                                 : *narrow_;
+    const int tile =
+        forced_ != 0 ? forced_ : w4a16_tile_n(routed_rows_per_group(s.routing, rows, s.num_groups));
+    return tile == 64 ? *n64_ : tile == 128 ? *n128_ : *n256_;
   }
-  std::unique_ptr<GroupedGemm> narrow_, wide_;
+  int forced_;
+  std::unique_ptr<GroupedGemm> n64_, n128_, n256_;
 };
 
 }  // namespace
 }  // namespace gemm
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device) {
-  return std::make_unique<gemm::W4A16Choosing>(shape, device);
+  int forced = 0;
+  if (const char* v = std::getenv("SERVEKIT_GEMM_W4A16_TILE")) {
+    const std::optional<int> t = parse_w4a16_tile(v);
+    SERVEKIT_CHECK(t.has_value(), "SERVEKIT_GEMM_W4A16_TILE='", v,
+                   "' must be auto, 64, 128 or 256");
+    forced = *t;
+  }
+  return std::make_unique<gemm::W4A16Choosing>(shape, device, forced);
 }
 
 namespace {

@@ -1,6 +1,6 @@
 // The int4-weight grouped GEMM's 128-token tile (kernels/gemm/w4a16_gemm.cuh), which
-// make_grouped_gemm_w4a16 picks for runs of more than kW4A16NarrowTileMaxRows rows per routed
-// group.
+// make_grouped_gemm_w4a16 picks for runs of more than kW4A16NarrowTileMaxRows and at most
+// kW4A16MidTileMaxRows rows per routed group.
 #include "cuda/kernels/gemm/w4a16_gemm.cuh"
 
 namespace servekit::cuda::gemm {

@@ -779,7 +779,7 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
 // make_grouped_gemm_w4a16: int4 codes (every nibble value, random, reordered on the device as the
 // layer does) with one bf16 scale per `group` K elements, against bf16 rows, in the five group
 // layouts of run_case (empty groups, 300 rows over several token tiles, all groups empty), on
-// both tiles. The kernel multiplies bf16(code *
+// all three tiles. The kernel multiplies bf16(code *
 // scale) (the convert-and-scale mainloop rounds the product once, as __hmul does), so the
 // reference takes exactly those weights: what remains is fp32 accumulation and the bf16
 // rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble order,
@@ -847,12 +847,14 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
     w4a16_reorder_codes(d_b.get() + static_cast<size_t>(g * n * k / 2), n, k);
   DeviceArray<uint16_t> d_s(scales);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
-  // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one.
-  for (int64_t hint : {int64_t{0}, int64_t{200}})
+  // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one;
+  // 1000: 200, the 256-token one (w4a16_tile_n).
+  for (int64_t hint : {int64_t{0}, int64_t{200}, int64_t{1000}})
     for (const auto& sizes : layouts) {
       SCOPED_TRACE("rows_hint " + std::to_string(hint));
-      EXPECT_EQ(gemm->tile_name(hint), std::string(hint == 0 ? "128x128x64" : "128x64x64") +
-                                           " swap-AB cooperative cluster 1x1 int4 weights");
+      const char* tile = hint == 0 ? "128x128x64" : hint == 200 ? "128x64x64" : "128x256x64";
+      EXPECT_EQ(gemm->tile_name(hint),
+                std::string(tile) + " swap-AB cooperative cluster 1x1 int4 weights");
       std::vector<int32_t> offsets{0};
       for (int m : sizes) offsets.push_back(offsets.back() + m);
       DeviceArray<int32_t> d_off(offsets);
@@ -895,6 +897,49 @@ TEST(GroupedGemmCuda, W4A16RejectsWhatItCannotRun) {
   GroupedGemmShape fp8 = shape(3712, 2944, 128);
   fp8.operand = GemmOperand::kFP8Block128;
   EXPECT_THROW(make_grouped_gemm_w4a16(fp8, 0), Error);
+}
+
+// SERVEKIT_GEMM_W4A16_TILE forces one tile for every run; a bad value is refused by name.
+TEST(GroupedGemmCuda, W4A16TileSwitch) {
+  SERVEKIT_REQUIRE_GPU();
+  GroupedGemmShape s{GemmOperand::kBF16, 4, 3072, 4096, 4096};
+  s.weight_group = 128;
+  const char* name = "SERVEKIT_GEMM_W4A16_TILE";
+  for (const char* v : {"64", "128", "256"}) {
+    setenv(name, v, 1);
+    auto gemm = make_grouped_gemm_w4a16(s, 0);
+    for (int64_t hint : {int64_t{8}, int64_t{400}, int64_t{4000}})
+      EXPECT_EQ(gemm->tile_name(hint).rfind("128x" + std::string(v) + "x64 ", 0), 0u)
+          << v << " rows_hint " << hint << ": " << gemm->tile_name(hint);
+  }
+  setenv(name, "auto", 1);
+  EXPECT_EQ(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).rfind("128x256x64 ", 0), 0u);
+  setenv(name, "512", 1);
+  try {
+    make_grouped_gemm_w4a16(s, 0);
+    ADD_FAILURE() << "a bad tile was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+  unsetenv(name);
+}
+
+// Host only: the tile each routed group's expected rows gets, and the switch's values.
+TEST(GroupedGemmW4A16Layout, TilePick) {
+  EXPECT_EQ(w4a16_tile_n(1), 64);
+  EXPECT_EQ(w4a16_tile_n(kW4A16NarrowTileMaxRows), 64);
+  EXPECT_EQ(w4a16_tile_n(kW4A16NarrowTileMaxRows + 1), 128);
+  EXPECT_EQ(w4a16_tile_n(kW4A16MidTileMaxRows), 128);
+  EXPECT_EQ(w4a16_tile_n(kW4A16MidTileMaxRows + 1), 256);
+  EXPECT_EQ(w4a16_tile_n(int64_t{1} << 40), 256);
+  EXPECT_EQ(parse_w4a16_tile(""), 0);
+  EXPECT_EQ(parse_w4a16_tile("auto"), 0);
+  EXPECT_EQ(parse_w4a16_tile("64"), 64);
+  EXPECT_EQ(parse_w4a16_tile("128"), 128);
+  EXPECT_EQ(parse_w4a16_tile("256"), 256);
+  EXPECT_FALSE(parse_w4a16_tile("32").has_value());
+  EXPECT_FALSE(parse_w4a16_tile("0").has_value());
+  EXPECT_FALSE(parse_w4a16_tile("Auto").has_value());
 }
 
 // Host only (runs without a GPU): the scales of each row's K groups become column r of a
