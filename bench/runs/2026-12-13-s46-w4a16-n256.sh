@@ -35,6 +35,9 @@ if [[ ${SKIP_ROWS:-0} != 1 ]]; then
     --routing uniform --path dynamic --tokens 4096,8192
 fi
 if [[ ${SUITE:-0} == 1 ]]; then
+  # the pick as merged after step 2 (kW4A16MidTileMaxRows = 384: 128 at 4096 tokens, 256 at 8192)
+  bench_row q235-auto -- --preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform \
+    --path dynamic --tokens 4096,8192
   bench_row q235-both -- --preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform \
     --path both --tokens 64,128,192,256
   t=$(($(left) - 20))

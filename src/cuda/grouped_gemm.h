@@ -247,13 +247,14 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& sha
 // (ab/2026-12-06-s45-w4a16): the 64-token tile is 16-19% faster at 16-43 rows per expert
 // (qwen3-235b at 256-512 tokens, kimi-k2 to 2048), the 128-token one 17% faster at 64 rows, where
 // Poisson rows spill past one 64-token tile on about half the experts, and 33-43% at 85-256. The
-// 256-token tile converts each weight once per 256 tokens instead of 128, for the runs where the
-// 128-token tile is bound by the tensor cores and its conversions (qwen3-235b at 4096 tokens: 11%
-// slower than the bf16 copy, session 45); its bound is where one 256-token tile wastes no more
-// than two 128-token tiles would (not measured yet). SERVEKIT_GEMM_W4A16_TILE (64, 128 or 256)
-// forces one tile for every run; auto or unset is the pick. The pick never changes results.
+// 256-token tile converts each weight once per 256 tokens instead of 128 but pads more: the layer
+// on an H100 (qwen3-235b, uniform, ab/2026-12-06-s46-n256), 128 / 256 tile, us: 256 rows per
+// expert (4096 tokens) 2754.5 / 2952.7, the 256 tile 7% slower (about half the experts spill past
+// 256 rows into a nearly empty second tile); 512 rows (8192 tokens) 5253.7 / 4919.0, 6% faster.
+// The bound sits between the two. SERVEKIT_GEMM_W4A16_TILE (64, 128 or 256) forces one tile for
+// every run; auto or unset is the pick. The pick never changes results.
 inline constexpr int64_t kW4A16NarrowTileMaxRows = 44;
-inline constexpr int64_t kW4A16MidTileMaxRows = 192;
+inline constexpr int64_t kW4A16MidTileMaxRows = 384;
 constexpr int w4a16_tile_n(int64_t rows_per_group) {
   return rows_per_group <= kW4A16NarrowTileMaxRows ? 64
          : rows_per_group <= kW4A16MidTileMaxRows  ? 128

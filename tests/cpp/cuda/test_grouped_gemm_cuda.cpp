@@ -848,8 +848,8 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   DeviceArray<uint16_t> d_s(scales);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
   // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one;
-  // 1000: 200, the 256-token one (w4a16_tile_n).
-  for (int64_t hint : {int64_t{0}, int64_t{200}, int64_t{1000}})
+  // 2000: 400, the 256-token one (w4a16_tile_n).
+  for (int64_t hint : {int64_t{0}, int64_t{200}, int64_t{2000}})
     for (const auto& sizes : layouts) {
       SCOPED_TRACE("rows_hint " + std::to_string(hint));
       const char* tile = hint == 0 ? "128x128x64" : hint == 200 ? "128x64x64" : "128x256x64";
