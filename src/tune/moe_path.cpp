@@ -15,9 +15,9 @@ namespace servekit::tune {
 // dynamic one; the true crossover lies between it and the next measured point. Entries that
 // say H100 were measured on one (session 44: the 4-bit formats, where the static path reads a
 // quarter of the dynamic path's weight bytes and stays 1.9-3.3x ahead to 256-512 tokens; no H200
-// was lent; qwen3-235b int4 moved down again in session 45, when the dynamic path got its own
-// int4 GEMM). Unmeasured shapes keep the design point of the static path (decode, 256 routed rows)
-// and say so.
+// was lent; qwen3-235b int4 moved down again in session 45 and kimi-k2 int4 in session 46, when
+// the dynamic path got its own int4 GEMM). Unmeasured shapes keep the design point of the static
+// path (decode, 256 routed rows) and say so.
 const std::vector<MoECutover>& moe_cutover_table() {
   static const std::vector<MoECutover> table = {
       {"deepseek-v3", 256, 8, 7168, 2048, QuantMethod::kFP8Block128, 32, true,
@@ -31,20 +31,22 @@ const std::vector<MoECutover>& moe_cutover_table() {
       {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kFP8Block128, 16, true,
        "static 249.6 us vs dynamic 262.8 us at T=2; 415.5 vs 403.9 at T=4, 688.8 vs 657.6 at T=8 "
        "(cutover-s8.json)"},
-      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 4096, true,
-       "H100 (session 44, ab/2026-12-06-s44-final/cutover4-kimi*.json and s44-bias/static.json): "
-       "static 2327.5, 3138.4, 3858.2, 5317.5 us at T=64, 128, 256, 512, the largest measured; "
-       "dynamic (4-bit weights dequantized to bf16) 10168.9 at T=128, 11504.6 at T=512. H200: "
-       "static 1525.0 vs dynamic 3139.3 at T=32"},
+      {"kimi-k2", 384, 8, 7168, 2048, QuantMethod::kInt4W4A16, 2048, true,
+       "H100, the dynamic path on the int4 GEMM (session 46, ab/2026-12-06-s46-suite/"
+       "kimi-both.json, one lease): static 2325.4, 3135.3, 3880.4, 5361.3 us vs dynamic 3460.6, "
+       "4540.7, 4912.2, 4968.8 at T=64, 128, 256, 512. Before the int4 GEMM (session 44, the "
+       "bf16 copy): 4096 rows, dynamic 10168.9 at T=128, 11504.6 at T=512. H200: static 1525.0 "
+       "vs dynamic (bf16 copy) 3139.3 at T=32"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kBF16, 64, true,
        "static 482.2 us vs dynamic 487.2 us at T=8; 704.8 vs 687.6 at T=12, 760.1 vs 739.0 at "
        "T=16 (cutover-s7b-qwen3.json: the dynamic path's 64x128 tile)"},
       {"qwen3-235b-a22b", 128, 8, 4096, 1536, QuantMethod::kInt4W4A16, 1024, true,
-       "H100, the dynamic path on the int4 GEMM (session 45, ab/2026-12-06-s45-w4a16b): dynamic "
-       "784.5 us vs static 1016.1 at T=256, 798.7 vs 1849.3 at T=512; static 666.1 at T=128 "
-       "(session 44, s44-final/cutover4.json) where the int4 GEMM, one 64-token tile per expert "
-       "below T=~700, stays near its T=256 time. Before the int4 GEMM (the bf16 copy, session 44): "
-       "static 545.7, 666.1, 1016.6 vs dynamic 1672.7, 1711.1, 1753.7 at T=64, 128, 256"},
+       "H100, the dynamic path on the int4 GEMM (session 46, ab/2026-12-06-s46-suite/"
+       "q235-both.json, one lease): static 547.4, 677.0, 848.6, 1028.1 us vs dynamic 777.1, "
+       "786.4, 784.9, 785.1 at T=64, 128, 192, 256 (session 45, ab/2026-12-06-s45-w4a16b: "
+       "dynamic 784.5 vs static 1016.1 at T=256, 798.7 vs 1849.3 at T=512). Before the int4 GEMM "
+       "(the bf16 copy, session 44): static 545.7, 666.1, 1016.6 vs dynamic 1672.7, 1711.1, "
+       "1753.7 at T=64, 128, 256"},
       {"qwen3-30b-a3b", 128, 8, 2048, 768, QuantMethod::kBF16, 128, true,
        "static 204.4 us vs dynamic 207.3 us at T=12, 207.4 vs 210.1 at T=16; 286.3 vs 284.9 at "
        "T=32 (2026-12-01-cutover-s13.json; at s7 T=12 and 16 were level, 205.5 vs 204.7, 208.3 vs "

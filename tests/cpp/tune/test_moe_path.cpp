@@ -62,9 +62,9 @@ TEST(MoEPath, TableCutoverSplitsTheTokens) {
   const MoEPathDesc q30{128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 16};
   EXPECT_EQ(choose_moe_path(q30), MoEPath::kStatic);
   EXPECT_EQ(choose_moe_path({128, 8, 2048, 768, {QuantMethod::kBF16, 128}, 17}), MoEPath::kDynamic);
-  // The 4-bit formats (H100): gpt-oss-120b mxfp4 2048 rows = 512 tokens at top-4, kimi-k2 int4
-  // 4096 rows = 512 tokens (session 44); qwen3-235b int4 1024 rows = 128 tokens at top-8 (session
-  // 45: the dynamic path's int4 GEMM).
+  // The 4-bit formats (H100): gpt-oss-120b mxfp4 2048 rows = 512 tokens at top-4 (session 44);
+  // qwen3-235b int4 1024 rows = 128 tokens at top-8 (session 45) and kimi-k2 int4 2048 rows = 256
+  // tokens (session 46), both on the dynamic path's int4 GEMM.
   const MoEPathDesc oss{128, 4, 2880, 2880, {QuantMethod::kMXFP4W4A16, 128}, 512};
   EXPECT_EQ(choose_moe_path(oss), MoEPath::kStatic);
   EXPECT_EQ(choose_moe_path({128, 4, 2880, 2880, {QuantMethod::kMXFP4W4A16, 128}, 513}),
@@ -73,9 +73,9 @@ TEST(MoEPath, TableCutoverSplitsTheTokens) {
             MoEPath::kStatic);
   EXPECT_EQ(choose_moe_path({128, 8, 4096, 1536, {QuantMethod::kInt4W4A16, 128}, 129}),
             MoEPath::kDynamic);
-  EXPECT_EQ(choose_moe_path({384, 8, 7168, 2048, {QuantMethod::kInt4W4A16, 128}, 512}),
+  EXPECT_EQ(choose_moe_path({384, 8, 7168, 2048, {QuantMethod::kInt4W4A16, 128}, 256}),
             MoEPath::kStatic);
-  EXPECT_EQ(choose_moe_path({384, 8, 7168, 2048, {QuantMethod::kInt4W4A16, 128}, 513}),
+  EXPECT_EQ(choose_moe_path({384, 8, 7168, 2048, {QuantMethod::kInt4W4A16, 128}, 257}),
             MoEPath::kDynamic);
 }
 
