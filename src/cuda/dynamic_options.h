@@ -40,7 +40,7 @@
 //                                   the bf16 GEMMs on weights dequantized at load. Results agree
 //                                   within the int4 tolerance (the same bf16 weights, another
 //                                   summation order).
-//   SERVEKIT_GEMM_W4A16_TILE=auto|64|128|144|256  the int4 GEMM's token tile (read by
+//   SERVEKIT_GEMM_W4A16_TILE=auto|64|128|256  the int4 GEMM's token tile (read by
 //                                   make_grouped_gemm_w4a16, grouped_gemm.h): auto (default)
 //                                   picks per run by an expert's expected rows (w4a16_tile_n);
 //                                   a number forces that tile for every run. Results are

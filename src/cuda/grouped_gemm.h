@@ -251,10 +251,12 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& sha
 // on an H100 (qwen3-235b, uniform, ab/2026-12-06-s46-n256), 128 / 256 tile, us: 256 rows per
 // expert (4096 tokens) 2754.5 / 2952.7, the 256 tile 7% slower (about half the experts spill past
 // 256 rows into a nearly empty second tile); 512 rows (8192 tokens) 5253.7 / 4919.0, 6% faster.
-// The bound sits between the two. A fourth tile, 144 tokens, is compiled for an A/B and not picked
-// (two of them hold the 256-288 rows that spill into a third 128-token tile).
-// SERVEKIT_GEMM_W4A16_TILE (64, 128, 144 or 256) forces one tile for every run; auto or unset is
-// the pick. The pick never changes results.
+// The bound sits between the two (a second lease, ab/2026-12-06-s46-n144, two rounds: 8192
+// tokens 5324.2, 5100.5 on the 128 tile, 4948.1, 4927.3 on the pick's 256). A 144-token tile
+// (two of them hold the 256-288 rows that spill into a third 128-token tile) measured 4-43%
+// slower than the 128 one at 64-512 rows on the same lease and was dropped.
+// SERVEKIT_GEMM_W4A16_TILE (64, 128 or 256) forces one tile for every run; auto or unset is the
+// pick. The pick never changes results.
 inline constexpr int64_t kW4A16NarrowTileMaxRows = 44;
 inline constexpr int64_t kW4A16MidTileMaxRows = 384;
 constexpr int w4a16_tile_n(int64_t rows_per_group) {
@@ -262,14 +264,12 @@ constexpr int w4a16_tile_n(int64_t rows_per_group) {
          : rows_per_group <= kW4A16MidTileMaxRows  ? 128
                                                    : 256;
 }
-// SERVEKIT_GEMM_W4A16_TILE's values: "auto" or empty 0 (the pick), "64", "128", "144", "256" that
-// tile;
+// SERVEKIT_GEMM_W4A16_TILE's values: "auto" or empty 0 (the pick), "64", "128", "256" that tile;
 // anything else nullopt (make_grouped_gemm_w4a16 throws, naming the variable).
 constexpr std::optional<int> parse_w4a16_tile(std::string_view s) {
   if (s.empty() || s == "auto") return 0;
   if (s == "64") return 64;
   if (s == "128") return 128;
-  if (s == "144") return 144;
   if (s == "256") return 256;
   return std::nullopt;
 }

@@ -1,7 +1,6 @@
 // The int4-weight grouped GEMM (make_grouped_gemm_w4a16, grouped_gemm.h): the 64-token tile's
-// runner (kernels/gemm/w4a16_gemm.cuh), the per-run pick between it and the 128-, 144- and
-// 256-token tiles (grouped_gemm_w4a16_n128.cu, _n144.cu, _n256.cu), and the reorder of the codes
-// at load.
+// runner (kernels/gemm/w4a16_gemm.cuh), the per-run pick between it and the 128- and 256-token
+// tiles (grouped_gemm_w4a16_n128.cu, _n256.cu), and the reorder of the codes at load.
 #include <cstdlib>
 
 #include "cuda/kernels/gemm/w4a16_gemm.cuh"
@@ -23,7 +22,6 @@ class W4A16Choosing final : public GroupedGemm {
       : forced_(forced),
         n64_(make_w4a16_runner_n64(shape, device)),
         n128_(make_w4a16_runner_n128(shape, device)),
-        n144_(make_w4a16_runner_n144(shape, device)),
         n256_(make_w4a16_runner_n256(shape, device)) {}
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     pick(ops.rows_hint).run(ops, stream);
@@ -41,10 +39,10 @@ class W4A16Choosing final : public GroupedGemm {
     const int64_t rows = rows_hint > 0 ? rows_hint : s.capacity_rows;
     const int tile =
         forced_ != 0 ? forced_ : w4a16_tile_n(routed_rows_per_group(s.routing, rows, s.num_groups));
-    return tile == 64 ? *n64_ : tile == 128 ? *n128_ : tile == 144 ? *n144_ : *n256_;
+    return tile == 64 ? *n64_ : tile == 128 ? *n128_ : *n256_;
   }
   int forced_;
-  std::unique_ptr<GroupedGemm> n64_, n128_, n144_, n256_;
+  std::unique_ptr<GroupedGemm> n64_, n128_, n256_;
 };
 
 }  // namespace
@@ -55,7 +53,7 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& sha
   if (const char* v = std::getenv("SERVEKIT_GEMM_W4A16_TILE")) {
     const std::optional<int> t = parse_w4a16_tile(v);
     SERVEKIT_CHECK(t.has_value(), "SERVEKIT_GEMM_W4A16_TILE='", v,
-                   "' must be auto, 64, 128, 144 or 256");
+                   "' must be auto, 64, 128 or 256");
     forced = *t;
   }
   return std::make_unique<gemm::W4A16Choosing>(shape, device, forced);

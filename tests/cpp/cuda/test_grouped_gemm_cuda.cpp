@@ -779,7 +779,7 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
 // make_grouped_gemm_w4a16: int4 codes (every nibble value, random, reordered on the device as the
 // layer does) with one bf16 scale per `group` K elements, against bf16 rows, in the five group
 // layouts of run_case (empty groups, 300 rows over several token tiles, all groups empty), on
-// all four tiles. The kernel multiplies bf16(code *
+// all three tiles. The kernel multiplies bf16(code *
 // scale) (the convert-and-scale mainloop rounds the product once, as __hmul does), so the
 // reference takes exactly those weights: what remains is fp32 accumulation and the bf16
 // rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble order,
@@ -842,27 +842,18 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   shape.weight_group = group;
   auto gemm = make_grouped_gemm_w4a16(shape, 0);
   EXPECT_FALSE(gemm->fuses_activation(0));
-  // The 144-token tile, which the pick does not take, forced.
-  setenv("SERVEKIT_GEMM_W4A16_TILE", "144", 1);
-  auto gemm144 = make_grouped_gemm_w4a16(shape, 0);
-  unsetenv("SERVEKIT_GEMM_W4A16_TILE");
   DeviceArray<uint8_t> d_a(o.a), d_b(codes);
   for (int g = 0; g < groups; ++g)  // as the layer loads them
     w4a16_reorder_codes(d_b.get() + static_cast<size_t>(g * n * k / 2), n, k);
   DeviceArray<uint16_t> d_s(scales);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
   // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one;
-  // 2000: 400, the 256-token one (w4a16_tile_n); -1: the forced 144-token tile at the capacity.
-  for (int64_t hint : {int64_t{0}, int64_t{200}, int64_t{2000}, int64_t{-1}})
+  // 2000: 400, the 256-token one (w4a16_tile_n).
+  for (int64_t hint : {int64_t{0}, int64_t{200}, int64_t{2000}})
     for (const auto& sizes : layouts) {
       SCOPED_TRACE("rows_hint " + std::to_string(hint));
-      const GroupedGemm& g = hint < 0 ? *gemm144 : *gemm;
-      const int64_t rows_hint = std::max<int64_t>(hint, 0);
-      const char* tile = hint < 0      ? "128x144x64"
-                         : hint == 0   ? "128x128x64"
-                         : hint == 200 ? "128x64x64"
-                                       : "128x256x64";
-      EXPECT_EQ(g.tile_name(rows_hint),
+      const char* tile = hint == 0 ? "128x128x64" : hint == 200 ? "128x64x64" : "128x256x64";
+      EXPECT_EQ(gemm->tile_name(hint),
                 std::string(tile) + " swap-AB cooperative cluster 1x1 int4 weights");
       std::vector<int32_t> offsets{0};
       for (int m : sizes) offsets.push_back(offsets.back() + m);
@@ -874,8 +865,8 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
       ops.b = d_b.get();
       ops.b_group_scale = d_s.get();
       ops.d = d_d.get();
-      ops.rows_hint = rows_hint;
-      g.run(ops, nullptr);
+      ops.rows_hint = hint;
+      gemm->run(ops, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, o, sizes), n,
                        tolerance(GemmOperand::kBF16));
@@ -914,7 +905,7 @@ TEST(GroupedGemmCuda, W4A16TileSwitch) {
   GroupedGemmShape s{GemmOperand::kBF16, 4, 3072, 4096, 4096};
   s.weight_group = 128;
   const char* name = "SERVEKIT_GEMM_W4A16_TILE";
-  for (const char* v : {"64", "128", "144", "256"}) {
+  for (const char* v : {"64", "128", "256"}) {
     setenv(name, v, 1);
     auto gemm = make_grouped_gemm_w4a16(s, 0);
     for (int64_t hint : {int64_t{8}, int64_t{400}, int64_t{4000}})
@@ -945,7 +936,6 @@ TEST(GroupedGemmW4A16Layout, TilePick) {
   EXPECT_EQ(parse_w4a16_tile("auto"), 0);
   EXPECT_EQ(parse_w4a16_tile("64"), 64);
   EXPECT_EQ(parse_w4a16_tile("128"), 128);
-  EXPECT_EQ(parse_w4a16_tile("144"), 144);
   EXPECT_EQ(parse_w4a16_tile("256"), 256);
   EXPECT_FALSE(parse_w4a16_tile("32").has_value());
   EXPECT_FALSE(parse_w4a16_tile("0").has_value());

@@ -15,8 +15,8 @@
 // tiles. The weight scales are [K/G, N] per expert (the collective's scale stride is (1, N): N
 // contiguous). Group shapes are read on the device; N, K and G are the same for every group,
 // which the collective assumes (it builds its tiled views from the first tile's group).
-// Included by grouped_gemm_w4a16.cu (64-token tile, the per-run pick), grouped_gemm_w4a16_n128.cu,
-// _n144.cu and _n256.cu (128-, 144- and 256-token tiles): one heavy instantiation each.
+// Included by grouped_gemm_w4a16.cu (64-token tile, the per-run pick), grouped_gemm_w4a16_n128.cu
+// and _n256.cu (128- and 256-token tiles): one heavy instantiation each.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,7 +48,7 @@ namespace servekit::cuda::gemm {
 
 using namespace cute;
 
-// The four compiled tiles: 128 weight rows x 64, 128, 144 or 256 tokens x 64 K, cooperative (two
+// The three compiled tiles: 128 weight rows x 64, 128 or 256 tokens x 64 K, cooperative (two
 // consumer warp groups of 64 weight rows), cluster 1x1.
 constexpr GemmTileConfig w4a16_tile(int tile_n) {
   return {128, tile_n, 64, 1, 1, GemmSchedule::kCooperative, true};
@@ -309,10 +309,9 @@ class W4A16Runner final : public GroupedGemm {
   typename GemmKernel::Params params_{};
 };
 
-// The runners of the four tiles (grouped_gemm_w4a16.cu, _n128.cu, _n144.cu, _n256.cu).
+// The runners of the three tiles (grouped_gemm_w4a16.cu, _n128.cu, _n256.cu).
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n64(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n128(const GroupedGemmShape& shape, int device);
-std::unique_ptr<GroupedGemm> make_w4a16_runner_n144(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n256(const GroupedGemmShape& shape, int device);
 
 }  // namespace servekit::cuda::gemm
