@@ -45,6 +45,10 @@
 //                                   picks per run by an expert's expected rows (w4a16_tile_n);
 //                                   a number forces that tile for every run. Results are
 //                                   identical either way.
+//   SERVEKIT_GEMM_W4A16_CLUSTER=1|2  the int4 GEMM's 128- and 256-token tiles alone or in
+//                                   clusters of two weight tiles sharing the token tile by
+//                                   multicast (read by make_grouped_gemm_w4a16; default
+//                                   kW4A16ClusterDefault). Results are identical either way.
 //   SERVEKIT_DIAG_DYNAMIC_STOP=N    timing attribution only: the forward returns after pass N
 //                                   (1 route + plan, 2 gather, 3 GEMM1, 4 activation, 5 GEMM2),
 //                                   so the layer's output is garbage; 0 or unset: whole layer.

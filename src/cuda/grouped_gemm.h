@@ -274,6 +274,18 @@ constexpr std::optional<int> parse_w4a16_tile(std::string_view s) {
   return std::nullopt;
 }
 
+// The cluster of the 128- and 256-token tiles: 1, or 2 weight tiles that share the token tile by
+// TMA multicast (the token tile is 80% of a k-step's bytes: 128 x 64 bf16 against 128 x 64 int4,
+// and each weight tile of an expert re-reads it from L2). SERVEKIT_GEMM_W4A16_CLUSTER=1|2
+// overrides; results are identical either way.
+inline constexpr int kW4A16ClusterDefault = 1;
+constexpr std::optional<int> parse_w4a16_cluster(std::string_view s) {
+  if (s.empty()) return kW4A16ClusterDefault;
+  if (s == "1") return 1;
+  if (s == "2") return 2;
+  return std::nullopt;
+}
+
 // Reorders one expert's [n, k] int4 codes (quant.h's packing, n * k / 2 bytes at `codes`, device
 // memory) in place into the order make_grouped_gemm_w4a16's kernels load them (each thread's codes
 // of a k-step adjacent); the layer does it once per matrix at load. Synchronises the device.

@@ -1,6 +1,7 @@
 // The int4-weight grouped GEMM (make_grouped_gemm_w4a16, grouped_gemm.h): the 64-token tile's
 // runner (kernels/gemm/w4a16_gemm.cuh), the per-run pick between it and the 128- and 256-token
-// tiles (grouped_gemm_w4a16_n128.cu, _n256.cu), and the reorder of the codes at load.
+// tiles (grouped_gemm_w4a16_n128.cu, _n256.cu, or in clusters of two _n128c2.cu, _n256c2.cu), and
+// the reorder of the codes at load.
 #include <cstdlib>
 
 #include "cuda/kernels/gemm/w4a16_gemm.cuh"
@@ -9,20 +10,23 @@ namespace servekit::cuda {
 namespace gemm {
 
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n64(const GroupedGemmShape& shape, int device) {
-  return std::make_unique<W4A16Runner<64>>(shape, device);
+  return std::make_unique<W4A16Runner<64, 1>>(shape, device);
 }
 
 namespace {
 
 // Picks a tile per run by the expected rows of a routed group (w4a16_tile_n, grouped_gemm.h), or
-// runs the one SERVEKIT_GEMM_W4A16_TILE names.
+// runs the one SERVEKIT_GEMM_W4A16_TILE names; the 128- and 256-token tiles in clusters of
+// SERVEKIT_GEMM_W4A16_CLUSTER weight tiles.
 class W4A16Choosing final : public GroupedGemm {
  public:
-  W4A16Choosing(const GroupedGemmShape& shape, int device, int forced)
+  W4A16Choosing(const GroupedGemmShape& shape, int device, int forced, int cluster)
       : forced_(forced),
         n64_(make_w4a16_runner_n64(shape, device)),
-        n128_(make_w4a16_runner_n128(shape, device)),
-        n256_(make_w4a16_runner_n256(shape, device)) {}
+        n128_(cluster == 2 ? make_w4a16_runner_n128c2(shape, device)
+                           : make_w4a16_runner_n128(shape, device)),
+        n256_(cluster == 2 ? make_w4a16_runner_n256c2(shape, device)
+                           : make_w4a16_runner_n256(shape, device)) {}
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     pick(ops.rows_hint).run(ops, stream);
   }
@@ -49,14 +53,19 @@ class W4A16Choosing final : public GroupedGemm {
 }  // namespace gemm
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device) {
-  int forced = 0;
+  int forced = 0, cluster = kW4A16ClusterDefault;
   if (const char* v = std::getenv("SERVEKIT_GEMM_W4A16_TILE")) {
     const std::optional<int> t = parse_w4a16_tile(v);
     SERVEKIT_CHECK(t.has_value(), "SERVEKIT_GEMM_W4A16_TILE='", v,
                    "' must be auto, 64, 128 or 256");
     forced = *t;
   }
-  return std::make_unique<gemm::W4A16Choosing>(shape, device, forced);
+  if (const char* v = std::getenv("SERVEKIT_GEMM_W4A16_CLUSTER")) {
+    const std::optional<int> c = parse_w4a16_cluster(v);
+    SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_W4A16_CLUSTER='", v, "' must be 1 or 2");
+    cluster = *c;
+  }
+  return std::make_unique<gemm::W4A16Choosing>(shape, device, forced, cluster);
 }
 
 namespace {

@@ -6,7 +6,7 @@
 namespace servekit::cuda::gemm {
 
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n128(const GroupedGemmShape& shape, int device) {
-  return std::make_unique<W4A16Runner<128>>(shape, device);
+  return std::make_unique<W4A16Runner<128, 1>>(shape, device);
 }
 
 }  // namespace servekit::cuda::gemm

@@ -5,7 +5,7 @@
 namespace servekit::cuda::gemm {
 
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n256(const GroupedGemmShape& shape, int device) {
-  return std::make_unique<W4A16Runner<256>>(shape, device);
+  return std::make_unique<W4A16Runner<256, 1>>(shape, device);
 }
 
 }  // namespace servekit::cuda::gemm

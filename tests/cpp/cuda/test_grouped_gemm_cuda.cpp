@@ -779,7 +779,8 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
 // make_grouped_gemm_w4a16: int4 codes (every nibble value, random, reordered on the device as the
 // layer does) with one bf16 scale per `group` K elements, against bf16 rows, in the five group
 // layouts of run_case (empty groups, 300 rows over several token tiles, all groups empty), on
-// all three tiles. The kernel multiplies bf16(code *
+// all three tiles, the two wider ones also in clusters of two weight tiles (N = 2896's odd 23
+// weight tiles leave the last cluster half outside the matrix). The kernel multiplies bf16(code *
 // scale) (the convert-and-scale mainloop rounds the product once, as __hmul does), so the
 // reference takes exactly those weights: what remains is fp32 accumulation and the bf16
 // rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble order,
@@ -842,6 +843,9 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   shape.weight_group = group;
   auto gemm = make_grouped_gemm_w4a16(shape, 0);
   EXPECT_FALSE(gemm->fuses_activation(0));
+  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "2", 1);  // the 128- and 256-token tiles in pairs
+  auto paired = make_grouped_gemm_w4a16(shape, 0);
+  unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
   DeviceArray<uint8_t> d_a(o.a), d_b(codes);
   for (int g = 0; g < groups; ++g)  // as the layer loads them
     w4a16_reorder_codes(d_b.get() + static_cast<size_t>(g * n * k / 2), n, k);
@@ -849,12 +853,20 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
   // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one;
   // 2000: 400, the 256-token one (w4a16_tile_n).
-  for (int64_t hint : {int64_t{0}, int64_t{200}, int64_t{2000}})
+  struct Run {
+    const GroupedGemm* gemm;
+    int64_t hint;
+    const char* tile;
+  };
+  const Run runs[] = {{gemm.get(), 0, "128x128x64 swap-AB cooperative cluster 1x1"},
+                      {gemm.get(), 200, "128x64x64 swap-AB cooperative cluster 1x1"},
+                      {gemm.get(), 2000, "128x256x64 swap-AB cooperative cluster 1x1"},
+                      {paired.get(), 0, "128x128x64 swap-AB cooperative cluster 2x1"},
+                      {paired.get(), 2000, "128x256x64 swap-AB cooperative cluster 2x1"}};
+  for (const Run& run : runs)
     for (const auto& sizes : layouts) {
-      SCOPED_TRACE("rows_hint " + std::to_string(hint));
-      const char* tile = hint == 0 ? "128x128x64" : hint == 200 ? "128x64x64" : "128x256x64";
-      EXPECT_EQ(gemm->tile_name(hint),
-                std::string(tile) + " swap-AB cooperative cluster 1x1 int4 weights");
+      SCOPED_TRACE(std::string(run.tile) + ", rows_hint " + std::to_string(run.hint));
+      EXPECT_EQ(run.gemm->tile_name(run.hint), std::string(run.tile) + " int4 weights");
       std::vector<int32_t> offsets{0};
       for (int m : sizes) offsets.push_back(offsets.back() + m);
       DeviceArray<int32_t> d_off(offsets);
@@ -865,8 +877,8 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
       ops.b = d_b.get();
       ops.b_group_scale = d_s.get();
       ops.d = d_d.get();
-      ops.rows_hint = hint;
-      gemm->run(ops, nullptr);
+      ops.rows_hint = run.hint;
+      run.gemm->run(ops, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, o, sizes), n,
                        tolerance(GemmOperand::kBF16));
@@ -914,6 +926,12 @@ TEST(GroupedGemmCuda, W4A16TileSwitch) {
   }
   setenv(name, "auto", 1);
   EXPECT_EQ(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).rfind("128x256x64 ", 0), 0u);
+  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "2", 1);
+  EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 2x1"), std::string::npos);
+  EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(8).find("cluster 1x1"), std::string::npos);
+  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "4", 1);
+  EXPECT_THROW(make_grouped_gemm_w4a16(s, 0), Error);
+  unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
   setenv(name, "512", 1);
   try {
     make_grouped_gemm_w4a16(s, 0);
@@ -940,6 +958,11 @@ TEST(GroupedGemmW4A16Layout, TilePick) {
   EXPECT_FALSE(parse_w4a16_tile("32").has_value());
   EXPECT_FALSE(parse_w4a16_tile("0").has_value());
   EXPECT_FALSE(parse_w4a16_tile("Auto").has_value());
+  EXPECT_EQ(parse_w4a16_cluster(""), kW4A16ClusterDefault);
+  EXPECT_EQ(parse_w4a16_cluster("1"), 1);
+  EXPECT_EQ(parse_w4a16_cluster("2"), 2);
+  EXPECT_FALSE(parse_w4a16_cluster("4").has_value());
+  EXPECT_FALSE(parse_w4a16_cluster("auto").has_value());
 }
 
 // Host only (runs without a GPU): the scales of each row's K groups become column r of a

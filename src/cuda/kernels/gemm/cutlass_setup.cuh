@@ -1,7 +1,7 @@
 // Host steps a runner of a CUTLASS sm90 GEMM kernel takes once, at construction: the
-// shared-memory opt-in, and turning the kernel's Arguments into checked Params with an
-// initialised workspace. Shared by grouped_gemm_runner.cuh (bf16 and fp8) and w4a16_gemm.cuh
-// (int4 weights). Internal header for CUDA translation units.
+// shared-memory opt-in, the occupancy of its cluster launch, and turning the kernel's Arguments
+// into checked Params with an initialised workspace. Shared by grouped_gemm_runner.cuh (bf16 and
+// fp8) and w4a16_gemm.cuh (int4 weights). Internal header for CUDA translation units.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +26,30 @@ int opt_in_shared_memory() {
   SERVEKIT_CUDA_CHECK(cudaFuncSetAttribute(cutlass::device_kernel<GemmKernel>,
                                            cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   return smem;
+}
+
+// How many clusters of cluster_m x cluster_n CTAs of GemmKernel, with `smem` bytes of shared memory
+// each, can be resident on `device` at once (clusters must fit whole in a GPC, so fewer than
+// sm_count / cluster size may co-exist); throws naming `who` when none fits.
+template <class GemmKernel>
+int max_active_clusters(int cluster_m, int cluster_n, int smem, const char* who, int device) {
+  const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
+  cudaLaunchConfig_t launch{};
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = static_cast<unsigned>(cluster_m);
+  attr.val.clusterDim.y = static_cast<unsigned>(cluster_n);
+  attr.val.clusterDim.z = 1;
+  launch.gridDim = dim3(static_cast<unsigned>(cluster_m), static_cast<unsigned>(cluster_n), 1);
+  launch.blockDim = dim3(GemmKernel::MaxThreadsPerBlock, 1, 1);
+  launch.dynamicSmemBytes = static_cast<size_t>(smem);
+  launch.attrs = &attr;
+  launch.numAttrs = 1;
+  int clusters = 0;
+  SERVEKIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch));
+  SERVEKIT_CHECK(clusters > 0, who, ": no cluster of ", cluster_m * cluster_n, " CTAs with ", smem,
+                 " bytes of shared memory fits on device ", device);
+  return clusters;
 }
 
 // CUTLASS's can_implement, the workspace's initialisation (synchronised) and the Params, with a

@@ -348,26 +348,9 @@ class GroupedGemmRunner final : public GroupedGemm {
 
   // Host-side setup done once: shared-memory opt-in, occupancy of the cluster launch, Params.
   void build_params() {
-    const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
     const int smem = opt_in_shared_memory<GemmKernel>();
-    // Clusters must fit whole in a GPC, so fewer than sm_count / cluster_size may co-exist.
-    cudaLaunchConfig_t launch{};
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = K::kTile.cluster_m;
-    attr.val.clusterDim.y = K::kTile.cluster_n;
-    attr.val.clusterDim.z = 1;
-    launch.gridDim = dim3(K::kTile.cluster_m, K::kTile.cluster_n, 1);
-    launch.blockDim = dim3(GemmKernel::MaxThreadsPerBlock, 1, 1);
-    launch.dynamicSmemBytes = static_cast<size_t>(smem);
-    launch.attrs = &attr;
-    launch.numAttrs = 1;
-    int max_active_clusters = 0;
-    SERVEKIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&max_active_clusters, kernel, &launch));
-    SERVEKIT_CHECK(max_active_clusters > 0, "grouped_gemm: no cluster of ",
-                   K::kTile.cluster_m * K::kTile.cluster_n, " CTAs with ", smem,
-                   " bytes of shared memory fits on device ", device_);
-
+    const int max_active_clusters = gemm::max_active_clusters<GemmKernel>(
+        K::kTile.cluster_m, K::kTile.cluster_n, smem, "grouped_gemm", device_);
     max_active_clusters_ = max_active_clusters;
     params_ = checked_params<Gemm, GemmKernel>(make_arguments(max_active_clusters), workspace_,
                                                "grouped_gemm", shape_.n, shape_.k);

@@ -15,8 +15,8 @@
 // tiles. The weight scales are [K/G, N] per expert (the collective's scale stride is (1, N): N
 // contiguous). Group shapes are read on the device; N, K and G are the same for every group,
 // which the collective assumes (it builds its tiled views from the first tile's group).
-// Included by grouped_gemm_w4a16.cu (64-token tile, the per-run pick), grouped_gemm_w4a16_n128.cu
-// and _n256.cu (128- and 256-token tiles): one heavy instantiation each.
+// Included by grouped_gemm_w4a16.cu (64-token tile, the per-run pick) and grouped_gemm_w4a16_n*.cu
+// (the other tiles): one heavy instantiation each.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,10 +48,11 @@ namespace servekit::cuda::gemm {
 
 using namespace cute;
 
-// The three compiled tiles: 128 weight rows x 64, 128 or 256 tokens x 64 K, cooperative (two
-// consumer warp groups of 64 weight rows), cluster 1x1.
-constexpr GemmTileConfig w4a16_tile(int tile_n) {
-  return {128, tile_n, 64, 1, 1, GemmSchedule::kCooperative, true};
+// The compiled tiles: 128 weight rows x 64, 128 or 256 tokens x 64 K, cooperative (two consumer
+// warp groups of 64 weight rows), in clusters of 1 or (128 and 256 tokens) 2 weight tiles that
+// share their token tile by TMA multicast.
+constexpr GemmTileConfig w4a16_tile(int tile_n, int cluster_m) {
+  return {128, tile_n, 64, cluster_m, 1, GemmSchedule::kCooperative, true};
 }
 
 using W4BF = cutlass::bfloat16_t;
@@ -73,14 +74,14 @@ inline W4ReorderedW w4a16_reordered_layout(int n, int k) {
   return tile_to_shape(W4AtomW{}, make_shape(n, k, Int<1>{}));
 }
 
-template <int TileN>
+template <int TileN, int ClusterM>
 struct W4A16Kernel {
-  static constexpr GemmTileConfig kTile = w4a16_tile(TileN);
+  static constexpr GemmTileConfig kTile = w4a16_tile(TileN, ClusterM);
   using BF = W4BF;
   using I4 = W4I4;
   using Problem = W4Problem;
   using TileShape = Shape<_128, Int<TileN>, _64>;
-  using ClusterShape = Shape<_1, _1, _1>;
+  using ClusterShape = Shape<Int<ClusterM>, _1, _1>;
   using LayoutX = W4LayoutX;
   using LayoutD = W4LayoutD;
 
@@ -145,9 +146,9 @@ __global__ void write_w4a16_arguments(W4A16Arrays<K> arr, const int32_t* offsets
   }
 }
 
-template <int TileN>
+template <int TileN, int ClusterM>
 class W4A16Runner final : public GroupedGemm {
-  using K = W4A16Kernel<TileN>;
+  using K = W4A16Kernel<TileN, ClusterM>;
   using BF = W4BF;
   using I4 = W4I4;
   using GemmKernel = typename K::GemmKernel;
@@ -282,20 +283,15 @@ class W4A16Runner final : public GroupedGemm {
     return args;
   }
 
-  // Host-side setup done once: shared-memory opt-in, occupancy, CUTLASS's checks, Params. With
-  // device-only problem shapes CUTLASS's can_implement checks nothing per group
-  // (w4a16_gemm_supported in the constructor holds its rules for N, K and the group).
+  // Host-side setup done once: shared-memory opt-in, occupancy of the cluster launch, CUTLASS's
+  // checks, Params. With device-only problem shapes CUTLASS's can_implement checks nothing per
+  // group (w4a16_gemm_supported in the constructor holds its rules for N, K and the group).
   void build_params() {
-    const void* kernel = reinterpret_cast<const void*>(cutlass::device_kernel<GemmKernel>);
     const int smem = opt_in_shared_memory<GemmKernel>();
-    int blocks_per_sm = 0;
-    SERVEKIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &blocks_per_sm, kernel, GemmKernel::MaxThreadsPerBlock, static_cast<size_t>(smem)));
-    SERVEKIT_CHECK(blocks_per_sm > 0, "grouped_gemm w4a16: a CTA with ", smem,
-                   " bytes of shared memory does not fit on device ", device_);
     params_ =
-        checked_params<Gemm, GemmKernel>(make_arguments(blocks_per_sm * sm_count_), workspace_,
-                                         "grouped_gemm w4a16", shape_.n, shape_.k);
+        checked_params<Gemm, GemmKernel>(make_arguments(max_active_clusters<GemmKernel>(
+                                             ClusterM, 1, smem, "grouped_gemm w4a16", device_)),
+                                         workspace_, "grouped_gemm w4a16", shape_.n, shape_.k);
   }
 
   GroupedGemmShape shape_;
@@ -309,9 +305,12 @@ class W4A16Runner final : public GroupedGemm {
   typename GemmKernel::Params params_{};
 };
 
-// The runners of the three tiles (grouped_gemm_w4a16.cu, _n128.cu, _n256.cu).
+// The compiled runners, one per translation unit: tokens x cluster 64x1 (grouped_gemm_w4a16.cu),
+// 128x1 (_n128.cu), 256x1 (_n256.cu), 128x2 (_n128c2.cu), 256x2 (_n256c2.cu).
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n64(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n128(const GroupedGemmShape& shape, int device);
 std::unique_ptr<GroupedGemm> make_w4a16_runner_n256(const GroupedGemmShape& shape, int device);
+std::unique_ptr<GroupedGemm> make_w4a16_runner_n128c2(const GroupedGemmShape& shape, int device);
+std::unique_ptr<GroupedGemm> make_w4a16_runner_n256c2(const GroupedGemmShape& shape, int device);
 
 }  // namespace servekit::cuda::gemm

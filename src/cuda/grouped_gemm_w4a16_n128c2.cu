@@ -1,0 +1,12 @@
+// The int4-weight grouped GEMM's 128-token tile in clusters of two weight tiles that share the
+// token tile by TMA multicast (kernels/gemm/w4a16_gemm.cuh), which make_grouped_gemm_w4a16 runs in
+// place of the 128x1 one under SERVEKIT_GEMM_W4A16_CLUSTER=2.
+#include "cuda/kernels/gemm/w4a16_gemm.cuh"
+
+namespace servekit::cuda::gemm {
+
+std::unique_ptr<GroupedGemm> make_w4a16_runner_n128c2(const GroupedGemmShape& shape, int device) {
+  return std::make_unique<W4A16Runner<128, 2>>(shape, device);
+}
+
+}  // namespace servekit::cuda::gemm
