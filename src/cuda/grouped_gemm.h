@@ -276,9 +276,12 @@ constexpr std::optional<int> parse_w4a16_tile(std::string_view s) {
 
 // The cluster of the 128- and 256-token tiles: 1, or 2 weight tiles that share the token tile by
 // TMA multicast (the token tile is 80% of a k-step's bytes: 128 x 64 bf16 against 128 x 64 int4,
-// and each weight tile of an expert re-reads it from L2). SERVEKIT_GEMM_W4A16_CLUSTER=1|2
-// overrides; results are identical either way.
-inline constexpr int kW4A16ClusterDefault = 1;
+// and each weight tile of an expert re-reads it from L2). Measured on an H100 (qwen3-235b int4,
+// uniform, ab/2026-12-06-s46-cluster, us, two rounds, cluster 1 / 2): 1024 tokens 1102.5, 1101.1
+// / 1018.1, 1012.1; 2048 1630.5, 1633.6 / 1518.2, 1555.1; 4096 2828.7, 2726.5 / 2602.1, 2682.9;
+// 8192 4925.5, 4849.0 / 4654.3, 4642.4 (5-8% faster); kimi-k2 4096 8094.0 / 7872.0. So 2.
+// SERVEKIT_GEMM_W4A16_CLUSTER=1|2 overrides; results are identical either way.
+inline constexpr int kW4A16ClusterDefault = 2;
 constexpr std::optional<int> parse_w4a16_cluster(std::string_view s) {
   if (s.empty()) return kW4A16ClusterDefault;
   if (s == "1") return 1;

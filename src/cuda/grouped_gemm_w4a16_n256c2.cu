@@ -1,6 +1,6 @@
 // The int4-weight grouped GEMM's 256-token tile in clusters of two weight tiles that share the
-// token tile by TMA multicast (kernels/gemm/w4a16_gemm.cuh), which make_grouped_gemm_w4a16 runs in
-// place of the 256x1 one under SERVEKIT_GEMM_W4A16_CLUSTER=2.
+// token tile by TMA multicast (kernels/gemm/w4a16_gemm.cuh): make_grouped_gemm_w4a16's default
+// (SERVEKIT_GEMM_W4A16_CLUSTER=1 runs the 256x1 one instead).
 #include "cuda/kernels/gemm/w4a16_gemm.cuh"
 
 namespace servekit::cuda::gemm {

@@ -841,10 +841,11 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   }
   GroupedGemmShape shape{GemmOperand::kBF16, groups, n, k, rows};
   shape.weight_group = group;
+  // The default (the 128- and 256-token tiles in pairs of weight tiles), and every tile alone.
   auto gemm = make_grouped_gemm_w4a16(shape, 0);
   EXPECT_FALSE(gemm->fuses_activation(0));
-  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "2", 1);  // the 128- and 256-token tiles in pairs
-  auto paired = make_grouped_gemm_w4a16(shape, 0);
+  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "1", 1);
+  auto single = make_grouped_gemm_w4a16(shape, 0);
   unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
   DeviceArray<uint8_t> d_a(o.a), d_b(codes);
   for (int g = 0; g < groups; ++g)  // as the layer loads them
@@ -858,11 +859,11 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
     int64_t hint;
     const char* tile;
   };
-  const Run runs[] = {{gemm.get(), 0, "128x128x64 swap-AB cooperative cluster 1x1"},
+  const Run runs[] = {{gemm.get(), 0, "128x128x64 swap-AB cooperative cluster 2x1"},
                       {gemm.get(), 200, "128x64x64 swap-AB cooperative cluster 1x1"},
-                      {gemm.get(), 2000, "128x256x64 swap-AB cooperative cluster 1x1"},
-                      {paired.get(), 0, "128x128x64 swap-AB cooperative cluster 2x1"},
-                      {paired.get(), 2000, "128x256x64 swap-AB cooperative cluster 2x1"}};
+                      {gemm.get(), 2000, "128x256x64 swap-AB cooperative cluster 2x1"},
+                      {single.get(), 0, "128x128x64 swap-AB cooperative cluster 1x1"},
+                      {single.get(), 2000, "128x256x64 swap-AB cooperative cluster 1x1"}};
   for (const Run& run : runs)
     for (const auto& sizes : layouts) {
       SCOPED_TRACE(std::string(run.tile) + ", rows_hint " + std::to_string(run.hint));
@@ -926,9 +927,10 @@ TEST(GroupedGemmCuda, W4A16TileSwitch) {
   }
   setenv(name, "auto", 1);
   EXPECT_EQ(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).rfind("128x256x64 ", 0), 0u);
-  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "2", 1);
   EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 2x1"), std::string::npos);
   EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(8).find("cluster 1x1"), std::string::npos);
+  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "1", 1);
+  EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 1x1"), std::string::npos);
   setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "4", 1);
   EXPECT_THROW(make_grouped_gemm_w4a16(s, 0), Error);
   unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
@@ -959,6 +961,7 @@ TEST(GroupedGemmW4A16Layout, TilePick) {
   EXPECT_FALSE(parse_w4a16_tile("0").has_value());
   EXPECT_FALSE(parse_w4a16_tile("Auto").has_value());
   EXPECT_EQ(parse_w4a16_cluster(""), kW4A16ClusterDefault);
+  EXPECT_EQ(kW4A16ClusterDefault, 2);
   EXPECT_EQ(parse_w4a16_cluster("1"), 1);
   EXPECT_EQ(parse_w4a16_cluster("2"), 2);
   EXPECT_FALSE(parse_w4a16_cluster("4").has_value());
