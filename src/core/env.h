@@ -1,14 +1,17 @@
-// Integer environment switches (SERVEKIT_STATIC_ROW_COST and the SERVEKIT_DIAG_* timing
+// Environment switches. Integer ones (SERVEKIT_STATIC_ROW_COST and the SERVEKIT_DIAG_* timing
 // switches): one parser, so that every such variable reads the same way. Unset or empty means
 // the caller's default; anything else must be a whole decimal integer within the variable's
 // range, or the read throws servekit::Error naming the variable, its value and the range (a
-// typo is refused, not silently read as 0). Pure C++: tested on the CPU (tests/cpp/core).
+// typo is refused, not silently read as 0). Switches with named values (the GEMMs' and the
+// dynamic path's, each with its own parser): env_choice. Pure C++: tested on the CPU
+// (tests/cpp/core).
 #pragma once
 
 #include <cerrno>
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "servekit/error.h"
 
@@ -35,6 +38,19 @@ inline long long env_int(const char* name, long long lo, long long hi, long long
   const std::optional<long long> v = parse_env_int(text, lo, hi);
   SERVEKIT_CHECK(v.has_value(), name, "='", text, "' must be an integer from ", lo, " to ", hi,
                  " (or unset)");
+  return *v;
+}
+
+// The switch `name` read through `parse` (std::optional<T> of a std::string_view: the value it
+// means, or nullopt for a value it refuses): `unset` when the variable is unset, else parse's
+// value (parse decides what empty means). A refused value throws servekit::Error
+// "NAME='value' must be <expected>".
+template <class T, class Parse>
+T env_choice(const char* name, T unset, Parse parse, const char* expected) {
+  const char* text = std::getenv(name);
+  if (text == nullptr) return unset;
+  const std::optional<T> v = parse(std::string_view(text));
+  SERVEKIT_CHECK(v.has_value(), name, "='", text, "' must be ", expected);
   return *v;
 }
 

@@ -60,6 +60,7 @@
 #include <optional>
 #include <string_view>
 
+#include "core/env.h"
 #include "cuda/gemm_tile_config.h"
 #include "servekit/error.h"
 
@@ -93,27 +94,17 @@ constexpr std::optional<int> parse_dynamic_stop(std::string_view s) {
 // An on/off switch (SERVEKIT_DYNAMIC_PDL, _FUSED_ACT, _W4A16, SERVEKIT_DIAG_SWAP_FUSED_ACT):
 // `fallback` when unset or empty.
 inline bool dynamic_switch_from_env(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return fallback;
-  const std::optional<bool> on = parse_dynamic_switch(v, fallback);
-  SERVEKIT_CHECK(on.has_value(), name, "='", v, "' must be 1 or 0");
-  return *on;
+  return env_choice(
+      name, fallback, [&](std::string_view s) { return parse_dynamic_switch(s, fallback); },
+      "1 or 0");
 }
 inline GemmSwapChoice gemm_swap_from_env() {
-  const char* v = std::getenv("SERVEKIT_GEMM_SWAP");
-  if (v == nullptr) return GemmSwapChoice::kAuto;
-  const std::optional<GemmSwapChoice> c = parse_gemm_swap_choice(v);
-  SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_SWAP='", v,
-                 "' must be auto, cooperative or pingpong");
-  return *c;
+  return env_choice("SERVEKIT_GEMM_SWAP", GemmSwapChoice::kAuto, parse_gemm_swap_choice,
+                    "auto, cooperative or pingpong");
 }
 inline int dynamic_stop_from_env() {
-  const char* v = std::getenv("SERVEKIT_DIAG_DYNAMIC_STOP");
-  if (v == nullptr) return 0;
-  const std::optional<int> stop = parse_dynamic_stop(v);
-  SERVEKIT_CHECK(stop.has_value(), "SERVEKIT_DIAG_DYNAMIC_STOP='", v, "' must be 0 to ",
-                 kDynamicStopPasses);
-  return *stop;
+  static_assert(kDynamicStopPasses == 5, "the message below names the passes");
+  return env_choice("SERVEKIT_DIAG_DYNAMIC_STOP", 0, parse_dynamic_stop, "0 to 5");
 }
 
 }  // namespace servekit::cuda

@@ -1,5 +1,6 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
 // between a format's tiles (bf16: three or four, fp8_block128: two).
+#include "core/env.h"
 #include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/runtime.h"
@@ -23,31 +24,21 @@ GemmTileChoice tile_choice_from_env(const GroupedGemmShape& shape) {
   const char* name = "SERVEKIT_GEMM_TILE";
   if (!shape.act.enabled && std::getenv("SERVEKIT_DIAG_GEMM_TILE_UNFUSED") != nullptr)
     name = "SERVEKIT_DIAG_GEMM_TILE_UNFUSED";
-  const char* v = std::getenv(name);
-  if (v == nullptr) return GemmTileChoice::kAuto;
-  const std::optional<GemmTileChoice> c = parse_gemm_tile_choice(v);
-  SERVEKIT_CHECK(c.has_value(), name, "='", v, "' must be auto, large, small, swap or pair");
-  return *c;
+  return env_choice(name, GemmTileChoice::kAuto, parse_gemm_tile_choice,
+                    "auto, large, small, swap or pair");
 }
 
 // SERVEKIT_GEMM_PAIR_PICK=auto|host|device (GemmPairPick; unset or empty: auto). Any other value
 // is an error.
 GemmPairPick pair_pick_from_env() {
-  const char* v = std::getenv("SERVEKIT_GEMM_PAIR_PICK");
-  if (v == nullptr) return GemmPairPick::kAuto;
-  const std::optional<GemmPairPick> p = parse_gemm_pair_pick(v);
-  SERVEKIT_CHECK(p.has_value(), "SERVEKIT_GEMM_PAIR_PICK='", v, "' must be auto, host or device");
-  return *p;
+  return env_choice("SERVEKIT_GEMM_PAIR_PICK", GemmPairPick::kAuto, parse_gemm_pair_pick,
+                    "auto, host or device");
 }
 
 // SERVEKIT_GEMM_PP_TILE_K=auto|64|128 (unset or empty: auto, returned as 0). Any other value is
 // an error.
 int swap_pp_tile_k_from_env() {
-  const char* v = std::getenv("SERVEKIT_GEMM_PP_TILE_K");
-  if (v == nullptr) return 0;
-  const std::optional<int> k = parse_swap_pp_tile_k(v);
-  SERVEKIT_CHECK(k.has_value(), "SERVEKIT_GEMM_PP_TILE_K='", v, "' must be auto, 64 or 128");
-  return *k;
+  return env_choice("SERVEKIT_GEMM_PP_TILE_K", 0, parse_swap_pp_tile_k, "auto, 64 or 128");
 }
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);

@@ -2,8 +2,7 @@
 // runner (kernels/gemm/w4a16_gemm.cuh), the per-run pick between it and the 128- and 256-token
 // tiles (grouped_gemm_w4a16_n128.cu, _n256.cu, or in clusters of two _n128c2.cu, _n256c2.cu), and
 // the reorder of the codes at load.
-#include <cstdlib>
-
+#include "core/env.h"
 #include "cuda/kernels/gemm/w4a16_gemm.cuh"
 
 namespace servekit::cuda {
@@ -53,18 +52,10 @@ class W4A16Choosing final : public GroupedGemm {
 }  // namespace gemm
 
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device) {
-  int forced = 0, cluster = kW4A16ClusterDefault;
-  if (const char* v = std::getenv("SERVEKIT_GEMM_W4A16_TILE")) {
-    const std::optional<int> t = parse_w4a16_tile(v);
-    SERVEKIT_CHECK(t.has_value(), "SERVEKIT_GEMM_W4A16_TILE='", v,
-                   "' must be auto, 64, 128 or 256");
-    forced = *t;
-  }
-  if (const char* v = std::getenv("SERVEKIT_GEMM_W4A16_CLUSTER")) {
-    const std::optional<int> c = parse_w4a16_cluster(v);
-    SERVEKIT_CHECK(c.has_value(), "SERVEKIT_GEMM_W4A16_CLUSTER='", v, "' must be 1 or 2");
-    cluster = *c;
-  }
+  const int forced =
+      env_choice("SERVEKIT_GEMM_W4A16_TILE", 0, parse_w4a16_tile, "auto, 64, 128 or 256");
+  const int cluster = env_choice("SERVEKIT_GEMM_W4A16_CLUSTER", kW4A16ClusterDefault,
+                                 parse_w4a16_cluster, "1 or 2");
   return std::make_unique<gemm::W4A16Choosing>(shape, device, forced, cluster);
 }
 

@@ -1,9 +1,11 @@
-// Integer environment switches (core/env.h): what is read as a value, and that anything else
-// is refused with the variable's name rather than silently read as 0.
+// Environment switches (core/env.h): what is read as a value, and that anything else is refused
+// with the variable's name rather than silently read as 0 or the default.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "core/env.h"
 
@@ -62,6 +64,31 @@ TEST_F(EnvIntVariable, BadValueThrowsNamingTheVariableAndTheRange) {
       EXPECT_NE(msg.find(std::string("'") + bad + "'"), std::string::npos) << msg;
       EXPECT_NE(msg.find("from 0 to 3"), std::string::npos) << msg;
     }
+  }
+}
+
+// env_choice: unset gives the caller's value, a set one goes through the parser (empty included),
+// a refused one throws "NAME='value' must be <expected>".
+TEST_F(EnvIntVariable, ChoiceGoesThroughItsParser) {
+  auto parse = [](std::string_view s) -> std::optional<int> {
+    if (s.empty() || s == "auto") return 0;
+    if (s == "64") return 64;
+    return std::nullopt;
+  };
+  unsetenv(kName);
+  EXPECT_EQ(env_choice(kName, -1, parse, "auto or 64"), -1);
+  setenv(kName, "", 1);
+  EXPECT_EQ(env_choice(kName, -1, parse, "auto or 64"), 0);
+  setenv(kName, "64", 1);
+  EXPECT_EQ(env_choice(kName, -1, parse, "auto or 64"), 64);
+  setenv(kName, "65", 1);
+  try {
+    env_choice(kName, -1, parse, "auto or 64");
+    ADD_FAILURE() << "no error for '65'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string(kName) + "='65' must be auto or 64"),
+              std::string::npos)
+        << e.what();
   }
 }
 
