@@ -141,8 +141,9 @@ class CudaMoEBackend final : public MoEBackend {
   bool w4a16_ = false;
   int diag_stop_ = 0;           // SERVEKIT_DIAG_DYNAMIC_STOP
   bool swap_fused_act_ = true;  // SERVEKIT_DIAG_SWAP_FUSED_ACT
-  // Which swap-AB tile each GEMM builds (use_swap_pingpong; SERVEKIT_GEMM_SWAP), and the rows of
-  // W13's gate/up interleave that GEMM1's choice asks for (w13_interleave_rows).
+  // Which swap-AB tile each GEMM builds (use_swap_pingpong; SERVEKIT_GEMM_SWAP; none on the int4
+  // GEMM), and the rows of W13's gate/up interleave that GEMM1's choice asks for
+  // (w13_interleave_rows).
   bool gemm1_swap_pp_ = false, gemm2_swap_pp_ = false;
   int w13_interleave_ = 128;
 
@@ -217,8 +218,8 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
   // Each GEMM's swap-AB tile by its shape (N x K); GEMM1's sets the interleave its fused tiles
   // need (the ping-pong swap tile 64 rows, else 128; create() builds the 128x256 tile for it).
   const cuda::GemmSwapChoice swap_choice = cuda::gemm_swap_from_env();
-  gemm1_swap_pp_ = cuda::use_swap_pingpong(operand_, w13_rows_, hidden_, swap_choice);
-  gemm2_swap_pp_ = cuda::use_swap_pingpong(operand_, hidden_, inter_, swap_choice);
+  gemm1_swap_pp_ = !w4a16_ && cuda::use_swap_pingpong(operand_, w13_rows_, hidden_, swap_choice);
+  gemm2_swap_pp_ = !w4a16_ && cuda::use_swap_pingpong(operand_, hidden_, inter_, swap_choice);
   w13_interleave_ = static_cast<int>(cuda::w13_interleave_rows(operand_, gemm1_swap_pp_));
 
   DeviceScope scope(device_);
@@ -314,10 +315,10 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
     if (num_local_ > 0) routing = {top_k_, num_shared_, cfg.routing.num_experts};
     cuda::GroupedGemmShape s1{operand_, num_groups_, w13_rows_, hidden_, capacity_};
     s1.act = {w13_interleaved_, cfg.activation, act_, w13_interleave_};
-    s1.swap_pingpong = gemm1_swap_pp_ && !w4a16_;
+    s1.swap_pingpong = gemm1_swap_pp_;
     s1.routing = routing;
     cuda::GroupedGemmShape s2{operand_, num_groups_, hidden_, inter_, capacity_};
-    s2.swap_pingpong = gemm2_swap_pp_ && !w4a16_;
+    s2.swap_pingpong = gemm2_swap_pp_;
     s2.routing = routing;
     if (w4a16_) {
       s1.weight_group = s2.weight_group = cfg.quant.group_size;

@@ -1,6 +1,7 @@
-// Host steps a runner of a CUTLASS sm90 GEMM kernel takes once, at construction: the
-// shared-memory opt-in, the occupancy of its cluster launch, and turning the kernel's Arguments
-// into checked Params with an initialised workspace. Shared by grouped_gemm_runner.cuh (bf16 and
+// Host steps a runner of a CUTLASS sm90 GEMM kernel takes once, at construction: the one device
+// block of its per-group arrays and workspace, the shared-memory opt-in, the occupancy of its
+// cluster launch, and turning the kernel's Arguments into checked Params with an initialised
+// workspace; and its checked launch. Shared by grouped_gemm_runner.cuh (bf16 and
 // fp8) and w4a16_gemm.cuh (int4 weights). Internal header for CUDA translation units.
 #pragma once
 
@@ -15,6 +16,31 @@
 #include "servekit/error.h"
 
 namespace servekit::cuda::gemm {
+
+// Offsets of consecutive pieces of one device block (a runner's per-group arrays, then the CUTLASS
+// workspace), each 128-byte aligned.
+class BlockLayout {
+ public:
+  // The offset of a new piece of `bytes`.
+  size_t reserve(size_t bytes) {
+    const size_t at = end_;
+    end_ = (end_ + bytes + 127) / 128 * 128;
+    return at;
+  }
+  // Where the next piece would start: the bytes reserved so far, rounded up.
+  size_t end() const { return end_; }
+
+ private:
+  size_t end_ = 0;
+};
+
+// A zeroed device block of `bytes`, plus 128 bytes of slack for the workspace's alignment.
+inline void* zeroed_block(size_t bytes) {
+  void* block = nullptr;
+  SERVEKIT_CUDA_CHECK(cudaMalloc(&block, bytes + 128));
+  SERVEKIT_CUDA_CHECK(cudaMemset(block, 0, bytes + 128));
+  return block;
+}
 
 // Lets GemmKernel's CTAs use its whole shared storage; returns that many bytes.
 template <class GemmKernel>
@@ -65,6 +91,17 @@ typename GemmKernel::Params checked_params(const typename GemmKernel::Arguments&
                  ": workspace init failed: ", cutlassGetStatusString(init));
   SERVEKIT_CUDA_CHECK(cudaDeviceSynchronize());
   return GemmKernel::to_underlying_arguments(args, workspace);
+}
+
+// Gemm::run on a copy of `params` (it takes a mutable reference), with programmatic dependent
+// launch if `pdl`; a servekit::Error naming `who`, CUTLASS's status and the CUDA error when the
+// launch fails.
+template <class Gemm>
+void launch_checked(typename Gemm::Params params, cudaStream_t stream, bool pdl, const char* who) {
+  const cutlass::Status status = Gemm::run(params, stream, nullptr, pdl);
+  SERVEKIT_CHECK(status == cutlass::Status::kSuccess, who,
+                 ": CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
+                 cudaGetErrorString(cudaGetLastError()), ")");
 }
 
 }  // namespace servekit::cuda::gemm

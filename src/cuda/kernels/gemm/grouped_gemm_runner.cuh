@@ -186,12 +186,11 @@ class GroupedGemmRunner final : public GroupedGemm {
     launch_pdl(write_group_arguments<K>, 1, 256, 0, ops.pdl, stream, arrays_, ops,
                shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
                static_cast<int>(act_element_bytes(shape_.act.format)));
-    auto params = params_;  // Gemm::run takes a mutable reference
-    if constexpr (kFlatTma) params = flat_params(ops);
-    const cutlass::Status status = Gemm::run(params, stream, nullptr, ops.pdl);
-    SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
-                   "grouped_gemm: CUTLASS launch failed: ", cutlassGetStatusString(status), " (",
-                   cudaGetErrorString(cudaGetLastError()), ")");
+    if constexpr (kFlatTma) {
+      launch_checked<Gemm>(flat_params(ops), stream, ops.pdl, "grouped_gemm");
+    } else {
+      launch_checked<Gemm>(params_, stream, ops.pdl, "grouped_gemm");
+    }
   }
 
   const GroupedGemmShape& shape() const override { return shape_; }
@@ -237,33 +236,27 @@ class GroupedGemmRunner final : public GroupedGemm {
   // Carves every per-group array and the CUTLASS workspace out of one allocation.
   void allocate_arguments() {
     const size_t g = static_cast<size_t>(shape_.num_groups);
-    size_t offset = 0;
-    auto reserve = [&](size_t bytes) {
-      const size_t at = offset;
-      offset = (offset + bytes + 127) / 128 * 128;
-      return at;
-    };
-    const size_t o_problem = reserve(g * sizeof(typename K::ProblemSize));
-    const size_t o_a = reserve(g * sizeof(void*));
-    const size_t o_b = reserve(g * sizeof(void*));
-    const size_t o_d = reserve(g * sizeof(void*));
-    const size_t o_sa = reserve(g * sizeof(typename K::StrideA));
-    const size_t o_sb = reserve(g * sizeof(typename K::StrideB));
-    const size_t o_sd = reserve(g * sizeof(typename K::StrideD));
-    const size_t o_alpha = reserve(g * sizeof(float));
-    const size_t o_alpha_ptr = reserve(g * sizeof(void*));
-    const size_t o_sfa = reserve(g * sizeof(void*));
-    const size_t o_sfb = reserve(g * sizeof(void*));
-    const size_t o_lsfa = reserve(g * sizeof(typename K::LayoutSFA));
-    const size_t o_lsfb = reserve(g * sizeof(typename K::LayoutSFB));
-    const size_t o_act_out = reserve(g * sizeof(void*));
-    const size_t o_act_scale = reserve(g * sizeof(void*));
-    const size_t o_act_bias = reserve(g * sizeof(void*));
-    const size_t o_workspace = offset;
+    BlockLayout block;
+    const size_t o_problem = block.reserve(g * sizeof(typename K::ProblemSize));
+    const size_t o_a = block.reserve(g * sizeof(void*));
+    const size_t o_b = block.reserve(g * sizeof(void*));
+    const size_t o_d = block.reserve(g * sizeof(void*));
+    const size_t o_sa = block.reserve(g * sizeof(typename K::StrideA));
+    const size_t o_sb = block.reserve(g * sizeof(typename K::StrideB));
+    const size_t o_sd = block.reserve(g * sizeof(typename K::StrideD));
+    const size_t o_alpha = block.reserve(g * sizeof(float));
+    const size_t o_alpha_ptr = block.reserve(g * sizeof(void*));
+    const size_t o_sfa = block.reserve(g * sizeof(void*));
+    const size_t o_sfb = block.reserve(g * sizeof(void*));
+    const size_t o_lsfa = block.reserve(g * sizeof(typename K::LayoutSFA));
+    const size_t o_lsfb = block.reserve(g * sizeof(typename K::LayoutSFB));
+    const size_t o_act_out = block.reserve(g * sizeof(void*));
+    const size_t o_act_scale = block.reserve(g * sizeof(void*));
+    const size_t o_act_bias = block.reserve(g * sizeof(void*));
+    const size_t o_workspace = block.end();
 
     workspace_bytes_ = Gemm::get_workspace_size(make_arguments(0));
-    SERVEKIT_CUDA_CHECK(cudaMalloc(&block_, o_workspace + workspace_bytes_ + 128));
-    SERVEKIT_CUDA_CHECK(cudaMemset(block_, 0, o_workspace + workspace_bytes_ + 128));
+    block_ = zeroed_block(o_workspace + workspace_bytes_);
     auto* base = static_cast<char*>(block_);
     arrays_.problem_sizes = reinterpret_cast<typename K::ProblemSize*>(base + o_problem);
     arrays_.ptr_a = reinterpret_cast<const typename K::ElementAB**>(base + o_a);

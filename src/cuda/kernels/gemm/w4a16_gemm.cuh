@@ -192,13 +192,9 @@ class W4A16Runner final : public GroupedGemm {
                static_cast<const BF*>(ops.b_group_scale), static_cast<BF*>(ops.d),
                shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
                shape_.weight_group);
-    auto params = params_;  // Gemm::run takes a mutable reference
     // No PDL: CUTLASS's ptr-array kernels execute no griddepcontrol.wait, so the GEMM starts
     // only once the setup kernel has finished.
-    const cutlass::Status status = Gemm::run(params, stream, nullptr, false);
-    SERVEKIT_CHECK(status == cutlass::Status::kSuccess,
-                   "grouped_gemm w4a16: CUTLASS launch failed: ", cutlassGetStatusString(status),
-                   " (", cudaGetErrorString(cudaGetLastError()), ")");
+    launch_checked<Gemm>(params_, stream, false, "grouped_gemm w4a16");
   }
 
   const GroupedGemmShape& shape() const override { return shape_; }
@@ -213,24 +209,20 @@ class W4A16Runner final : public GroupedGemm {
   // every group, written once.
   void allocate() {
     const size_t g = static_cast<size_t>(shape_.num_groups);
-    size_t offset = 0;
-    auto reserve = [&](size_t bytes) {
-      const size_t at = offset;
-      offset = (offset + bytes + 127) / 128 * 128;
-      return at;
-    };
-    const size_t o_problem = reserve(g * sizeof(ProblemSize));
-    const size_t o_a = reserve(g * sizeof(void*)), o_b = reserve(g * sizeof(void*));
-    const size_t o_s = reserve(g * sizeof(void*)), o_d = reserve(g * sizeof(void*));
-    const size_t o_sa = reserve(g * sizeof(StrideA)), o_sb = reserve(g * sizeof(StrideB));
-    const size_t o_sd = reserve(g * sizeof(StrideD)), o_ss = reserve(g * sizeof(StrideS));
-    const size_t o_workspace = offset;
+    BlockLayout block;
+    const size_t o_problem = block.reserve(g * sizeof(ProblemSize));
+    const size_t o_a = block.reserve(g * sizeof(void*)), o_b = block.reserve(g * sizeof(void*));
+    const size_t o_s = block.reserve(g * sizeof(void*)), o_d = block.reserve(g * sizeof(void*));
+    const size_t o_sa = block.reserve(g * sizeof(StrideA)),
+                 o_sb = block.reserve(g * sizeof(StrideB));
+    const size_t o_sd = block.reserve(g * sizeof(StrideD)),
+                 o_ss = block.reserve(g * sizeof(StrideS));
+    const size_t o_workspace = block.end();
     // The arrays' addresses are all the arguments need to size the workspace.
     char* const null_base = nullptr;
     set_arrays(null_base, o_problem, o_a, o_b, o_s, o_d, o_sa, o_sb, o_sd, o_ss);
     workspace_bytes_ = Gemm::get_workspace_size(make_arguments(0));
-    SERVEKIT_CUDA_CHECK(cudaMalloc(&block_, o_workspace + workspace_bytes_ + 128));
-    SERVEKIT_CUDA_CHECK(cudaMemset(block_, 0, o_workspace + workspace_bytes_ + 128));
+    block_ = zeroed_block(o_workspace + workspace_bytes_);
     auto* base = static_cast<char*>(block_);
     set_arrays(base, o_problem, o_a, o_b, o_s, o_d, o_sa, o_sb, o_sd, o_ss);
     workspace_ = base + o_workspace;
