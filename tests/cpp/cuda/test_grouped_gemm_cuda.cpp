@@ -212,22 +212,27 @@ void expect_d_matches(const std::vector<uint16_t>& d, const std::vector<double>&
 // every group on B[0] (stride 0), or a row of padding between groups (stride (N + 1) * K).
 enum class BLayout { kPacked, kShared, kPadded };
 
+// The group sizes run_case and run_w4a16_case run: the same five groups in two orders (318 rows),
+// then all empty (nothing may be written), then groups whose last 128-row tile holds 65 rows (the
+// second warp group's first row only), exactly 128, exactly 64 (the fp8_block128 128x256 tile's
+// second warp group idles: its rows are past the end) and 61; then groups one past and exactly at
+// the swap-AB tile's 144 tokens.
+const std::vector<std::vector<int>> kGroupLayouts = {{17, 0, 300, 1, 0},
+                                                     {0, 1, 300, 0, 17},
+                                                     {0, 0, 0, 0, 0},
+                                                     {65, 128, 0, 64, 61},
+                                                     {145, 0, 144, 0, 29}};
+constexpr int kLayoutGroups = 5;
+constexpr int64_t kLayoutRows = 318;  // the rows of every layout but the empty one
+
 // factory: one instantiation; null: GroupedGemm::create, run with each rows_hint in `hints`.
 void run_case(GemmOperand op, int64_t n, int64_t k, Factory factory = nullptr,
               std::vector<int64_t> hints = {0}, BLayout b_layout = BLayout::kPacked) {
   SERVEKIT_REQUIRE_GPU();
   const Tolerance tol = tolerance(op);
-  // The same five groups in two orders (318 rows), then all empty (nothing may be written),
-  // then groups whose last 128-row tile holds 65 rows (the second warp group's first row only),
-  // exactly 128, exactly 64 (the fp8_block128 128x256 tile's second warp group idles: its rows
-  // are past the end) and 61; then groups one past and exactly at the swap-AB tile's 144 tokens.
-  const std::vector<std::vector<int>> layouts = {{17, 0, 300, 1, 0},
-                                                 {0, 1, 300, 0, 17},
-                                                 {0, 0, 0, 0, 0},
-                                                 {65, 128, 0, 64, 61},
-                                                 {145, 0, 144, 0, 29}};
-  const int groups = 5;
-  const int64_t rows = 318;
+  const std::vector<std::vector<int>>& layouts = kGroupLayouts;
+  const int groups = kLayoutGroups;
+  const int64_t rows = kLayoutRows;
   const Operands o = make_operands(op, groups, rows, n, k, 1234 + static_cast<int>(op));
   auto gemm = factory ? factory({op, groups, n, k, rows}, 0)
                       : GroupedGemm::create({op, groups, n, k, rows}, 0);
@@ -789,13 +794,9 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   SERVEKIT_REQUIRE_GPU();
   SCOPED_TRACE("w4a16 n=" + std::to_string(n) + " k=" + std::to_string(k) + " group " +
                std::to_string(group));
-  const std::vector<std::vector<int>> layouts = {{17, 0, 300, 1, 0},
-                                                 {0, 1, 300, 0, 17},
-                                                 {0, 0, 0, 0, 0},
-                                                 {65, 128, 0, 64, 61},
-                                                 {145, 0, 144, 0, 29}};
-  const int groups = 5;
-  const int64_t rows = 318;
+  const std::vector<std::vector<int>>& layouts = kGroupLayouts;
+  const int groups = kLayoutGroups;
+  const int64_t rows = kLayoutRows;
   std::mt19937_64 rng(4321 + static_cast<uint64_t>(group));
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f), pos(0.5f, 2.0f);
   Operands o;  // for reference(): B's values bf16(code * scale), one block over K, scales 1
