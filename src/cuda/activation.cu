@@ -57,9 +57,9 @@ void launch_activation_quantize(ActFormat f, Activation act, const uint16_t* h, 
       f == ActFormat::kFP8Block128 || f == ActFormat::kFP8Block128AsBF16 ? 128 : 8;
   SERVEKIT_CHECK(cols > 0 && cols % block == 0, "activation: cols=", cols,
                  " must be a positive multiple of ", block);
-  SERVEKIT_CHECK(interleave == 0 || ((interleave == 64 || interleave == 128) &&
+  SERVEKIT_CHECK(interleave == 0 || ((interleave == 8 || interleave == 64 || interleave == 128) &&
                                      activation_is_gated(act) && cols % interleave == 0),
-                 "activation: an interleaved gate/up layout needs blocks of 64 or 128 columns, "
+                 "activation: an interleaved gate/up layout needs blocks of 8, 64 or 128 columns, "
                  "a gated activation and cols % block == 0, got block=",
                  interleave, " cols=", cols);
   switch (f) {

@@ -95,6 +95,44 @@ GemmWeightHost w4a16_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t
   return out;
 }
 
+namespace {
+
+// Row p of the result is row interleaved_w13_row(p, inter, width) of `rows`, 2I rows of `row_elems`
+// elements each.
+template <class T>
+std::vector<T> interleaved_rows(const std::vector<T>& rows, int64_t inter, size_t row_elems,
+                                int64_t width) {
+  std::vector<T> out(rows.size());
+  for (int64_t p = 0; p < 2 * inter; ++p) {
+    std::memcpy(&out[static_cast<size_t>(p) * row_elems],
+                &rows[static_cast<size_t>(interleaved_w13_row(p, inter, width)) * row_elems],
+                row_elems * sizeof(T));
+  }
+  return out;
+}
+
+}  // namespace
+
+void interleave_w4a16_w13(GemmWeightHost& w, int64_t inter, int64_t cols, int64_t width) {
+  const int64_t rows = 2 * inter;
+  SERVEKIT_CHECK(width > 0 && inter > 0 && inter % width == 0 && cols > 0 && cols % 2 == 0 &&
+                     w.codes.size() == static_cast<size_t>(rows * cols / 2) &&
+                     !w.group_scales.empty() && w.group_scales.size() % rows == 0,
+                 "interleave_w4a16_w13: need intermediate % width == 0 and a [2I, cols] int4 "
+                 "matrix with [cols/G, 2I] scales, got I=",
+                 inter, " width=", width, " cols=", cols, " with ", w.codes.size(),
+                 " code bytes and ", w.group_scales.size(), " scales");
+  w.codes = interleaved_rows(w.codes, inter, static_cast<size_t>(cols / 2), width);
+  // [cols/G, 2I], 2I contiguous: each row's 2I scales reorder as the weight rows do.
+  std::vector<uint16_t> scales(w.group_scales.size());
+  const size_t n = static_cast<size_t>(rows);
+  for (size_t j = 0; j < w.group_scales.size() / n; ++j)
+    for (int64_t p = 0; p < rows; ++p)
+      scales[j * n + static_cast<size_t>(p)] =
+          w.group_scales[j * n + static_cast<size_t>(interleaved_w13_row(p, inter, width))];
+  w.group_scales = std::move(scales);
+}
+
 void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols, int64_t width) {
   const int64_t rows = 2 * inter;
   const size_t row_bytes = static_cast<size_t>(cols) * gemm_operand_bytes(op);
@@ -104,13 +142,7 @@ void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t co
                      w.codes.size() == static_cast<size_t>(rows) * row_bytes,
                  "interleave_w13: need intermediate % 128 == 0 and a [2I, cols] matrix, got I=",
                  inter, " cols=", cols, " with ", w.codes.size(), " bytes");
-  std::vector<uint8_t> codes(w.codes.size());
-  for (int64_t p = 0; p < rows; ++p) {
-    std::memcpy(&codes[static_cast<size_t>(p) * row_bytes],
-                &w.codes[static_cast<size_t>(interleaved_w13_row(p, inter, width)) * row_bytes],
-                row_bytes);
-  }
-  w.codes = std::move(codes);
+  w.codes = interleaved_rows(w.codes, inter, row_bytes, width);
   if (op != GemmOperand::kFP8Block128) return;
   // [K/128, R/128] MN-major: physical block nb holds logical block of row 128 * nb.
   const int64_t n_blocks = rows / 128, k_blocks = cols / 128;

@@ -41,4 +41,10 @@ GemmWeightHost w4a16_gemm_layout(const QuantizedMatrix& m, int64_t rows, int64_t
 void interleave_w13(GemmWeightHost& w, GemmOperand op, int64_t inter, int64_t cols,
                     int64_t width = 128);
 
+// The same for w4a16_gemm_layout's [2I, cols] int4 gate/up matrix, in blocks of `width` rows
+// (kW4A16Interleave for the int4 GEMM's fused activation): the rows of the codes, and the columns
+// of the [cols/G, 2I] scales with them. Throws servekit::Error unless width > 0, inter % width
+// == 0 and w holds 2I rows of cols / 2 code bytes and a multiple of 2I scales.
+void interleave_w4a16_w13(GemmWeightHost& w, int64_t inter, int64_t cols, int64_t width);
+
 }  // namespace servekit::cuda

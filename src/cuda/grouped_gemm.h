@@ -46,9 +46,10 @@ struct GemmActFusion {
   bool enabled = false;
   Activation activation = Activation::kSwiGLU;  // gated
   ActFormat format = ActFormat::kBF16;          // kBF16, kFP8Block128 or kFP8Block128AsBF16
-  // Rows of B's gate/up interleave (w13_interleave_rows): 128, or 64 (bf16 only). Each tile
-  // fuses only on the interleave it is compiled for: create() builds bf16's 128x256 tile for this
-  // one; the swap-AB tiles have their own (cooperative 128, ping-pong 64).
+  // Rows of B's gate/up interleave (w13_interleave_rows): 128, or 64 (bf16 only); 8 for the int4
+  // GEMM (kW4A16Interleave). Each tile fuses only on the interleave it is compiled for: create()
+  // builds bf16's 128x256 tile for this one; the swap-AB tiles have their own (cooperative 128,
+  // ping-pong 64).
   int interleave_rows = 128;
 };
 
@@ -235,10 +236,25 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const Groupe
 // wgmma). Operands: shape.operand kBF16 (A and D as for bf16); B [G, N, K/2] int4x2 (two's
 // complement, low nibble first, K-major, each expert's codes reordered by w4a16_reorder_codes);
 // b_group_scale as above; b_group_stride -1. The kernel's A is the weights (the narrow operand must
-// be; it computes D_gᵀ = B_g · A_gᵀ, written as D_g row-major). No fused activation, no gate, no
+// be; it computes D_gᵀ = B_g · A_gᵀ, written as D_g row-major). With shape.act enabled
+// (w4a16_fuses_activation_on) every tile can run GEMM1's gated activation in its epilogue: a run
+// with act_out (bf16 [rows, N/2]) and act_bias as for the other GEMMs writes the intermediate and
+// no D; W13 must be interleaved in kW4A16Interleave-row blocks (interleave_w4a16_w13). No gate, no
 // PDL on the GEMM itself (its setup kernel takes ops.pdl). create() never returns it: the layer
-// asks for it. Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group).
+// asks for it. Throws servekit::Error unless w4a16_gemm_supported(n, k, weight_group), and for a
+// shape.act it cannot fuse.
 std::unique_ptr<GroupedGemm> make_grouped_gemm_w4a16(const GroupedGemmShape& shape, int device);
+
+// W13's gate/up interleave for the int4 GEMM's fused activation: 8-row blocks, the rows r and
+// r + 8 one thread holds in an m64 wgmma atom (sm90_act_epilogue.cuh).
+inline constexpr int64_t kW4A16Interleave = 8;
+// Whether make_grouped_gemm_w4a16 fuses shape.act: a gated activation into a bf16 intermediate,
+// W13 in kW4A16Interleave-row blocks, N = 2I a whole number of 128-row weight tiles (I % 64 == 0).
+inline bool w4a16_fuses_activation_on(const GroupedGemmShape& shape) {
+  return shape.act.enabled && activation_is_gated(shape.act.activation) &&
+         shape.act.format == ActFormat::kBF16 && shape.act.interleave_rows == kW4A16Interleave &&
+         shape.n % 128 == 0;
+}
 
 // make_grouped_gemm_w4a16 runs one of three tiles, 128 weight rows by 64, 128 or 256 tokens
 // (w4a16_gemm.cuh), by the expected rows of a routed group (routed_rows_per_group of rows_hint, or

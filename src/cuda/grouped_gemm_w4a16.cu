@@ -31,7 +31,9 @@ class W4A16Choosing final : public GroupedGemm {
   }
   const GroupedGemmShape& shape() const override { return n64_->shape(); }
   GemmConfig config(int64_t rows_hint) const override { return pick(rows_hint).config(rows_hint); }
-  bool fuses_activation(int64_t /*rows_hint*/) const override { return false; }
+  bool fuses_activation(int64_t rows_hint) const override {
+    return n64_->fuses_activation(rows_hint);  // every tile alike
+  }
   std::string tile_name(int64_t rows_hint) const override {
     return pick(rows_hint).tile_name(rows_hint);
   }

@@ -131,13 +131,15 @@ class CudaMoEBackend final : public MoEBackend {
   std::unique_ptr<cuda::GroupedGemm> gemm1_, gemm2_;
   bool pdl_ = false;  // PDL between the dynamic path's kernels (SERVEKIT_DYNAMIC_PDL)
   // SERVEKIT_DYNAMIC_FUSED_ACT (on by default, dynamic_options.h): W13 in the fused activation's
-  // interleaved layout (gated activation, I % 128 == 0, bf16 or fp8_block128 operands, not
-  // fp8_per_tensor's tensor-wide scale), and GEMM1 runs the activation in its epilogue on the runs
-  // whose tile has it; the others run the activation pass on the interleaved output.
+  // interleaved layout (gated activation; I % 128 == 0 with bf16 or fp8_block128 operands, not
+  // fp8_per_tensor's tensor-wide scale; I % 64 == 0 on the int4 GEMM), and GEMM1 runs the
+  // activation in its epilogue on the runs whose tile has it; the others run the activation pass
+  // on the interleaved output.
   bool w13_interleaved_ = false;
   // int4_w4a16 with group 64 or 128 on the dynamic path: both GEMMs are
-  // make_grouped_gemm_w4a16's on the 4-bit codes (SERVEKIT_DYNAMIC_W4A16, on by default), the
-  // activation a separate pass; else the bf16 GEMMs on a dequantized copy.
+  // make_grouped_gemm_w4a16's on the 4-bit codes (SERVEKIT_DYNAMIC_W4A16, on by default), GEMM1
+  // with the activation fused where w13_interleaved_ (W13 in kW4A16Interleave-row blocks); else
+  // the bf16 GEMMs on a dequantized copy.
   bool w4a16_ = false;
   int diag_stop_ = 0;           // SERVEKIT_DIAG_DYNAMIC_STOP
   bool swap_fused_act_ = true;  // SERVEKIT_DIAG_SWAP_FUSED_ACT
@@ -210,17 +212,19 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
            cuda::dynamic_switch_from_env("SERVEKIT_DYNAMIC_W4A16", cuda::kDynamicW4A16Default) &&
            cuda::w4a16_gemm_supported(w13_rows_, hidden_, cfg.quant.group_size) &&
            cuda::w4a16_gemm_supported(hidden_, inter_, cfg.quant.group_size);
-  w13_interleaved_ = !w4a16_ && cuda::dynamic_switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) &&
-                     dynamic_ok_ && activation_is_gated(cfg.activation) &&
-                     w13_rows_ == 2 * inter_ && inter_ % 128 == 0 &&
-                     act_ != ActFormat::kFP8PerTensor &&
-                     (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128);
+  w13_interleaved_ =
+      cuda::dynamic_switch_from_env("SERVEKIT_DYNAMIC_FUSED_ACT", true) && dynamic_ok_ &&
+      activation_is_gated(cfg.activation) && w13_rows_ == 2 * inter_ &&
+      (w4a16_ ? inter_ % 64 == 0 && act_ == ActFormat::kBF16
+              : inter_ % 128 == 0 && act_ != ActFormat::kFP8PerTensor &&
+                    (operand_ == GemmOperand::kBF16 || operand_ == GemmOperand::kFP8Block128));
   // Each GEMM's swap-AB tile by its shape (N x K); GEMM1's sets the interleave its fused tiles
   // need (the ping-pong swap tile 64 rows, else 128; create() builds the 128x256 tile for it).
   const cuda::GemmSwapChoice swap_choice = cuda::gemm_swap_from_env();
   gemm1_swap_pp_ = !w4a16_ && cuda::use_swap_pingpong(operand_, w13_rows_, hidden_, swap_choice);
   gemm2_swap_pp_ = !w4a16_ && cuda::use_swap_pingpong(operand_, hidden_, inter_, swap_choice);
-  w13_interleave_ = static_cast<int>(cuda::w13_interleave_rows(operand_, gemm1_swap_pp_));
+  w13_interleave_ = static_cast<int>(w4a16_ ? cuda::kW4A16Interleave
+                                            : cuda::w13_interleave_rows(operand_, gemm1_swap_pp_));
 
   DeviceScope scope(device_);
   const size_t g = static_cast<size_t>(num_groups_);
@@ -346,7 +350,8 @@ void CudaMoEBackend::upload_matrix(const QuantizedMatrix& m, int index, int64_t 
   SERVEKIT_CHECK(m.method == cfg_.quant.method, "moe cuda: expert ", index, " is prepared as ",
                  quant_name(m.method), ", the layer runs ", quant_name(cfg_.quant.method));
   if (w4a16_) {
-    const cuda::GemmWeightHost w = cuda::w4a16_gemm_layout(m, rows, cols);
+    cuda::GemmWeightHost w = cuda::w4a16_gemm_layout(m, rows, cols);
+    if (interleave_w13) cuda::interleave_w4a16_w13(w, inter_, cols, w13_interleave_);
     const size_t bytes = static_cast<size_t>(rows * cols / 2);
     const size_t scales = static_cast<size_t>(rows * (cols / cfg_.quant.group_size));
     SERVEKIT_CHECK(w.codes.size() == bytes && w.group_scales.size() == scales,

@@ -51,10 +51,10 @@ void launch_gather_quantize(ActFormat f, const uint16_t* hidden, int64_t tokens,
 // out.rows[r] = quantize(act(h[r] + bias[g(r)])) for r < plan.group_offsets[G], with
 // h: [capacity, R] bf16 GEMM1 output (gated: columns [0, I) gate, [I, 2I) up, or with
 // `interleave` = w > 0, w-column blocks of gate and up in turn as interleaved_w13_row(p, I, w)
-// orders W13's rows, w 64 or 128, I % w == 0; ReLU²: R = I), bias: [G, R] fp32 in the logical
-// order (gate, up) or nullptr, cols = I. kFP8PerTensor takes its scale from the amax over all rows
-// (two passes). The arithmetic is fp32. pdl: as launch_gather_quantize. Throws servekit::Error
-// for any other interleave.
+// orders W13's rows, w 8 (the int4 GEMM's), 64 or 128, I % w == 0; ReLU²: R = I), bias: [G, R]
+// fp32 in the logical order (gate, up) or nullptr, cols = I. kFP8PerTensor takes its scale from
+// the amax over all rows (two passes). The arithmetic is fp32. pdl: as launch_gather_quantize.
+// Throws servekit::Error for any other interleave.
 void launch_activation_quantize(ActFormat f, Activation act, const uint16_t* h, const float* bias,
                                 int64_t cols, const PlanBuffers& plan, int64_t capacity,
                                 const ActBuffers& out, cudaStream_t stream, bool pdl = false,

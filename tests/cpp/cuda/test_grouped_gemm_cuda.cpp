@@ -503,6 +503,28 @@ TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);
 }
 
+// A fused run against GEMM1 into D followed by the activation pass: the fused run wrote no D
+// (sm90_act_epilogue.cuh; every element of d_h keeps the poison), the same bytes in the first
+// `total` rows of the [rows, inter] intermediate (elements of `bytes` bytes), and its guard rows
+// still poisoned.
+void expect_fused_equals_pass(const DeviceArray<uint16_t>& d_h, const DeviceArray<uint8_t>& pass,
+                              const DeviceArray<uint8_t>& fused, int64_t total, int64_t inter,
+                              size_t bytes) {
+  const std::vector<uint16_t> h_fused = d_h.download();
+  for (size_t i = 0; i < h_fused.size(); ++i)
+    ASSERT_EQ(h_fused[i], 0xFFFF) << "the fused run wrote D element " << i;
+  const std::vector<uint8_t> want = pass.download(), got = fused.download();
+  const size_t valid = static_cast<size_t>(total * inter) * bytes;
+  int64_t bad = 0;
+  for (size_t i = 0; i < valid; ++i) {
+    if (got[i] != want[i] && bad++ < 5)
+      ADD_FAILURE() << "byte " << i << " (row " << i / bytes / inter << " col " << i / bytes % inter
+                    << "): fused " << int{got[i]} << " vs pass " << int{want[i]};
+  }
+  EXPECT_EQ(bad, 0);
+  for (size_t i = valid; i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "guard byte " << i;
+}
+
 // GEMM1's activation in the 128x256 tile's epilogue (sm90_act_epilogue.cuh) against GEMM1 into
 // D followed by the activation pass on the interleaved D: the same bits, intermediate and 1x128
 // scales, and no D written by the fused run, for each output format the operand allows,
@@ -584,21 +606,7 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         ops.act_out = nullptr;
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-        // A fused run writes no D (sm90_act_epilogue.cuh): every element keeps the poison.
-        const std::vector<uint16_t> h_fused = d_h.download();
-        for (size_t i = 0; i < h_fused.size(); ++i)
-          ASSERT_EQ(h_fused[i], 0xFFFF) << "the fused run wrote D element " << i;
-        const std::vector<uint8_t> want = out_pass.download(), got = out_fused.download();
-        const size_t valid = static_cast<size_t>(total * inter) * bytes;
-        int64_t bad = 0;
-        for (size_t i = 0; i < valid; ++i) {
-          if (got[i] != want[i] && bad++ < 5)
-            ADD_FAILURE() << "byte " << i << " (row " << i / bytes / inter << " col "
-                          << i / bytes % inter << "): fused " << int{got[i]} << " vs pass "
-                          << int{want[i]};
-        }
-        EXPECT_EQ(bad, 0);
-        for (size_t i = valid; i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "guard byte " << i;
+        expect_fused_equals_pass(d_h, out_pass, out_fused, total, inter, bytes);
         if (f == ActFormat::kFP8Block128) {
           const std::vector<float> ws = sc_pass.download(), gs = sc_fused.download();
           for (size_t i = 0; i < static_cast<size_t>(total * kb); ++i)
@@ -781,25 +789,22 @@ TEST(GroupedGemmCuda, PairTileChoiceAndRoutingHint) {
   EXPECT_EQ(GroupedGemm::create(shape, 0)->tile_name(1348), swap);
 }
 
-// make_grouped_gemm_w4a16: int4 codes (every nibble value, random, reordered on the device as the
-// layer does) with one bf16 scale per `group` K elements, against bf16 rows, in the five group
-// layouts of run_case (empty groups, 300 rows over several token tiles, all groups empty), on
-// all three tiles, the two wider ones also in clusters of two weight tiles (N = 2896's odd 23
-// weight tiles leave the last cluster half outside the matrix). The kernel multiplies bf16(code *
-// scale) (the convert-and-scale mainloop rounds the product once, as __hmul does), so the
-// reference takes exactly those weights: what remains is fp32 accumulation and the bf16
-// rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble order,
-// scale group or scale transpose is off by O(rms)).
-void run_w4a16_case(int64_t n, int64_t k, int group) {
-  SERVEKIT_REQUIRE_GPU();
-  SCOPED_TRACE("w4a16 n=" + std::to_string(n) + " k=" + std::to_string(k) + " group " +
-               std::to_string(group));
-  const std::vector<std::vector<int>>& layouts = kGroupLayouts;
-  const int groups = kLayoutGroups;
-  const int64_t rows = kLayoutRows;
+// Random int4_w4a16 operands for make_grouped_gemm_w4a16: bf16 rows [rows, K], and per expert a
+// quant.h int4_w4a16 matrix ([N, K/2] codes, every nibble value; [N, K/G] bf16 scales) converted
+// by the layer's own w4a16_gemm_layout. `o` holds what reference() needs: B's values
+// bf16(code * scale) (the convert-and-scale mainloop rounds the product once, as __hmul does),
+// one block over K, scales 1.
+struct W4A16Operands {
+  Operands o;
+  std::vector<uint8_t> codes;    // [G, N, K/2], quant.h's order (not yet reordered)
+  std::vector<uint16_t> scales;  // [G, K/G, N]
+};
+
+W4A16Operands make_w4a16_operands(int64_t n, int64_t k, int group, int groups, int64_t rows) {
   std::mt19937_64 rng(4321 + static_cast<uint64_t>(group));
   std::uniform_real_distribution<float> unit(-1.0f, 1.0f), pos(0.5f, 2.0f);
-  Operands o;  // for reference(): B's values bf16(code * scale), one block over K, scales 1
+  W4A16Operands w;
+  Operands& o = w.o;
   o.n = n, o.k = k, o.rows = rows, o.groups = groups, o.k_block = k;
   o.a.resize(static_cast<size_t>(rows * k) * 2);
   o.a_val.resize(static_cast<size_t>(rows * k));
@@ -811,10 +816,6 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
   o.a_scale.assign(static_cast<size_t>(rows), 1.0);
   o.b_scale.assign(static_cast<size_t>(groups * n), 1.0);
   o.b_val.resize(static_cast<size_t>(groups * n * k));
-  // Per expert a quant.h int4_w4a16 matrix ([N, K/2] codes, [N, K/G] bf16 scales), converted by
-  // the layer's own w4a16_gemm_layout.
-  std::vector<uint8_t> codes;
-  std::vector<uint16_t> scales;
   for (int g = 0; g < groups; ++g) {
     QuantizedMatrix m;
     m.method = QuantMethod::kInt4W4A16;
@@ -832,41 +833,77 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
         const uint8_t byte = m.codes[static_cast<size_t>((r * k + c) / 2)];
         uint16_t s16;
         std::memcpy(&s16, &m.scales[2 * static_cast<size_t>(r * (k / group) + c / group)], 2);
-        const float w =
+        const float v =
             static_cast<float>(int4_to_int(c % 2 ? byte >> 4 : byte & 15)) * bf16_to_float(s16);
-        o.b_val[static_cast<size_t>((g * n + r) * k + c)] = bf16_to_float(float_to_bf16(w));
+        o.b_val[static_cast<size_t>((g * n + r) * k + c)] = bf16_to_float(float_to_bf16(v));
       }
-    const GemmWeightHost w = w4a16_gemm_layout(m, n, k);
-    codes.insert(codes.end(), w.codes.begin(), w.codes.end());
-    scales.insert(scales.end(), w.group_scales.begin(), w.group_scales.end());
+    const GemmWeightHost h = w4a16_gemm_layout(m, n, k);
+    w.codes.insert(w.codes.end(), h.codes.begin(), h.codes.end());
+    w.scales.insert(w.scales.end(), h.group_scales.begin(), h.group_scales.end());
   }
+  return w;
+}
+
+// The codes on the device, each expert's reordered as the layer loads them.
+DeviceArray<uint8_t> w4a16_device_codes(const W4A16Operands& w) {
+  DeviceArray<uint8_t> d(w.codes);
+  const int64_t n = w.o.n, k = w.o.k;
+  for (int g = 0; g < w.o.groups; ++g)
+    w4a16_reorder_codes(d.get() + static_cast<size_t>(g * n * k / 2), n, k);
+  return d;
+}
+
+// The runs of the int4 GEMM's tests: the default (the 128- and 256-token tiles in pairs of
+// weight tiles) and every tile alone (SERVEKIT_GEMM_W4A16_CLUSTER=1), each by its rows_hint over
+// 5 groups of a 318-row capacity: 0 (the capacity, 63 rows per group, the 128-token tile), 200
+// (40, the 64-token one), 2000 (400, the 256-token one; w4a16_tile_n).
+struct W4A16Run {
+  const GroupedGemm* gemm;
+  int64_t hint;
+  const char* tile;
+};
+struct W4A16Gemms {
+  std::unique_ptr<GroupedGemm> pairs, single;
+  std::vector<W4A16Run> runs() const {
+    return {{pairs.get(), 0, "128x128x64 swap-AB cooperative cluster 2x1"},
+            {pairs.get(), 200, "128x64x64 swap-AB cooperative cluster 1x1"},
+            {pairs.get(), 2000, "128x256x64 swap-AB cooperative cluster 2x1"},
+            {single.get(), 0, "128x128x64 swap-AB cooperative cluster 1x1"},
+            {single.get(), 2000, "128x256x64 swap-AB cooperative cluster 1x1"}};
+  }
+};
+W4A16Gemms make_w4a16_gemms(const GroupedGemmShape& shape) {
+  W4A16Gemms g;
+  g.pairs = make_grouped_gemm_w4a16(shape, 0);
+  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "1", 1);
+  g.single = make_grouped_gemm_w4a16(shape, 0);
+  unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
+  return g;
+}
+
+// make_grouped_gemm_w4a16 with one bf16 scale per `group` K elements against bf16 rows, in the
+// five group layouts of run_case (empty groups, 300 rows over several token tiles, all groups
+// empty), on all three tiles, the two wider ones also in clusters of two weight tiles (N = 2896's
+// odd 23 weight tiles leave the last cluster half outside the matrix). The reference takes
+// exactly the kernel's weights (make_w4a16_operands): what remains is fp32 accumulation and the
+// bf16 rounding of D, bf16's tolerance (3e-3 relative L2, 1/256 per element; a wrong nibble
+// order, scale group or scale transpose is off by O(rms)).
+void run_w4a16_case(int64_t n, int64_t k, int group) {
+  SERVEKIT_REQUIRE_GPU();
+  SCOPED_TRACE("w4a16 n=" + std::to_string(n) + " k=" + std::to_string(k) + " group " +
+               std::to_string(group));
+  const int groups = kLayoutGroups;
+  const int64_t rows = kLayoutRows;
+  const W4A16Operands w = make_w4a16_operands(n, k, group, groups, rows);
   GroupedGemmShape shape{GemmOperand::kBF16, groups, n, k, rows};
   shape.weight_group = group;
-  // The default (the 128- and 256-token tiles in pairs of weight tiles), and every tile alone.
-  auto gemm = make_grouped_gemm_w4a16(shape, 0);
-  EXPECT_FALSE(gemm->fuses_activation(0));
-  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "1", 1);
-  auto single = make_grouped_gemm_w4a16(shape, 0);
-  unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
-  DeviceArray<uint8_t> d_a(o.a), d_b(codes);
-  for (int g = 0; g < groups; ++g)  // as the layer loads them
-    w4a16_reorder_codes(d_b.get() + static_cast<size_t>(g * n * k / 2), n, k);
-  DeviceArray<uint16_t> d_s(scales);
+  const W4A16Gemms gemms = make_w4a16_gemms(shape);
+  EXPECT_FALSE(gemms.pairs->fuses_activation(0));
+  DeviceArray<uint8_t> d_a(w.o.a), d_b = w4a16_device_codes(w);
+  DeviceArray<uint16_t> d_s(w.scales);
   DeviceArray<uint16_t> d_d(static_cast<size_t>((rows + kGuardRows) * n));
-  // rows_hint 0: the capacity, 63 rows per group, the 128-token tile; 200: 40, the 64-token one;
-  // 2000: 400, the 256-token one (w4a16_tile_n).
-  struct Run {
-    const GroupedGemm* gemm;
-    int64_t hint;
-    const char* tile;
-  };
-  const Run runs[] = {{gemm.get(), 0, "128x128x64 swap-AB cooperative cluster 2x1"},
-                      {gemm.get(), 200, "128x64x64 swap-AB cooperative cluster 1x1"},
-                      {gemm.get(), 2000, "128x256x64 swap-AB cooperative cluster 2x1"},
-                      {single.get(), 0, "128x128x64 swap-AB cooperative cluster 1x1"},
-                      {single.get(), 2000, "128x256x64 swap-AB cooperative cluster 1x1"}};
-  for (const Run& run : runs)
-    for (const auto& sizes : layouts) {
+  for (const W4A16Run& run : gemms.runs())
+    for (const auto& sizes : kGroupLayouts) {
       SCOPED_TRACE(std::string(run.tile) + ", rows_hint " + std::to_string(run.hint));
       EXPECT_EQ(run.gemm->tile_name(run.hint), std::string(run.tile) + " int4 weights");
       std::vector<int32_t> offsets{0};
@@ -882,7 +919,7 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
       ops.rows_hint = run.hint;
       run.gemm->run(ops, nullptr);
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, o, sizes), n,
+      expect_d_matches(d_d.download(), reference(GemmOperand::kBF16, w.o, sizes), n,
                        tolerance(GemmOperand::kBF16));
     }
 }
@@ -892,6 +929,76 @@ void run_w4a16_case(int64_t n, int64_t k, int group) {
 TEST(GroupedGemmCuda, W4A16) {
   run_w4a16_case(4096, 1536, 128);
   run_w4a16_case(2896, 2880, 64);
+}
+
+// GEMM1's activation in the int4 GEMM's epilogue (W13 in 8-row gate/up blocks) against the same
+// GEMM into D followed by the activation pass on the interleaved D: the same bits, and no D
+// written, on every tile and cluster of run_w4a16_case, the three gated activations, with and
+// without a bias, in the five group layouts. I = 1472: N = 2944 is 23 weight tiles of 128 rows,
+// so the last pair has a tile past N, which must write nothing; K = 2880 at group 64.
+TEST(GroupedGemmCuda, W4A16FusedActivation) {
+  SERVEKIT_REQUIRE_GPU();
+  const int groups = kLayoutGroups, group = 64;
+  const int64_t rows = kLayoutRows, inter = 1472, n = 2 * inter, k = 2880;
+  const W4A16Operands w = make_w4a16_operands(n, k, group, groups, rows);
+  std::mt19937_64 rng(6);
+  std::uniform_real_distribution<float> unit(-0.5f, 0.5f);
+  std::vector<float> bias(static_cast<size_t>(groups * n));
+  for (auto& b : bias) b = unit(rng);
+  DeviceArray<uint8_t> d_a(w.o.a), d_b = w4a16_device_codes(w);
+  DeviceArray<uint16_t> d_s(w.scales);
+  DeviceArray<float> d_bias(bias);
+  DeviceArray<uint16_t> d_h(static_cast<size_t>(rows * n));
+  DeviceArray<uint8_t> out_pass(static_cast<size_t>((rows + kGuardRows) * inter) * 2);
+  DeviceArray<uint8_t> out_fused(static_cast<size_t>((rows + kGuardRows) * inter) * 2);
+  for (Activation act : {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI}) {
+    GroupedGemmShape shape{GemmOperand::kBF16, groups, n, k, rows};
+    shape.weight_group = group;
+    shape.act = {true, act, ActFormat::kBF16, static_cast<int>(kW4A16Interleave)};
+    const W4A16Gemms gemms = make_w4a16_gemms(shape);
+    for (const W4A16Run& run : gemms.runs()) {
+      ASSERT_TRUE(run.gemm->fuses_activation(run.hint));
+      for (bool with_bias : {false, true})
+        for (const auto& sizes : kGroupLayouts) {
+          SCOPED_TRACE(std::string(run.tile) + ", rows_hint " + std::to_string(run.hint) +
+                       ", activation " + std::to_string(static_cast<int>(act)) +
+                       (with_bias ? ", bias" : "") + ", first group " + std::to_string(sizes[0]));
+          std::vector<int32_t> offsets{0}, row_group;
+          for (size_t g = 0; g < sizes.size(); ++g) {
+            offsets.push_back(offsets.back() + sizes[g]);
+            row_group.insert(row_group.end(), static_cast<size_t>(sizes[g]), static_cast<int>(g));
+          }
+          row_group.resize(static_cast<size_t>(rows), 0);
+          DeviceArray<int32_t> d_off(offsets), d_row_group(row_group);
+          GroupedGemmOperands ops;
+          ops.group_offsets = d_off.get();
+          ops.a = d_a.get();
+          ops.b = d_b.get();
+          ops.b_group_scale = d_s.get();
+          ops.rows_hint = run.hint;
+          const float* b13 = with_bias ? d_bias.get() : nullptr;
+          // The separate pass.
+          out_pass.poison();
+          ops.d = d_h.get();
+          run.gemm->run(ops, nullptr);
+          PlanBuffers plan;
+          plan.num_groups = groups;
+          plan.group_offsets = d_off.get();
+          plan.row_group = d_row_group.get();
+          const ActBuffers ab{out_pass.get(), nullptr, nullptr, nullptr};
+          launch_activation_quantize(ActFormat::kBF16, act, d_h.get(), b13, inter, plan, rows, ab,
+                                     nullptr, false, static_cast<int>(kW4A16Interleave));
+          // The fused epilogue.
+          out_fused.poison();
+          d_h.poison();
+          ops.act_out = out_fused.get();
+          ops.act_bias = b13;
+          run.gemm->run(ops, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          expect_fused_equals_pass(d_h, out_pass, out_fused, offsets.back(), inter, 2);
+        }
+    }
+  }
 }
 
 TEST(GroupedGemmCuda, W4A16RejectsWhatItCannotRun) {
@@ -906,8 +1013,28 @@ TEST(GroupedGemmCuda, W4A16RejectsWhatItCannotRun) {
   EXPECT_THROW(make_grouped_gemm_w4a16(shape(3712, 2880, 128), 0), Error);  // K % 128
   EXPECT_THROW(make_grouped_gemm_w4a16(shape(3720, 2944, 128), 0), Error);  // N % 16
   GroupedGemmShape fused = shape(3712, 2944, 128);
-  fused.act.enabled = true;
+  fused.act = {true, Activation::kSwiGLU, ActFormat::kBF16, static_cast<int>(kW4A16Interleave)};
+  EXPECT_NO_THROW(make_grouped_gemm_w4a16(fused, 0));
+  fused.act.interleave_rows = 128;  // the bf16 tiles' interleave
   EXPECT_THROW(make_grouped_gemm_w4a16(fused, 0), Error);
+  fused.act.interleave_rows = static_cast<int>(kW4A16Interleave);
+  fused.act.format = ActFormat::kFP8Block128AsBF16;
+  EXPECT_THROW(make_grouped_gemm_w4a16(fused, 0), Error);
+  fused.act.format = ActFormat::kBF16;
+  fused.act.activation = Activation::kReLU2;  // not gated
+  EXPECT_THROW(make_grouped_gemm_w4a16(fused, 0), Error);
+  GroupedGemmShape fused_odd = shape(3648, 2944, 128);  // N = 2I with I = 1824, not % 64
+  fused_odd.act = {true, Activation::kSwiGLU, ActFormat::kBF16, static_cast<int>(kW4A16Interleave)};
+  EXPECT_THROW(make_grouped_gemm_w4a16(fused_odd, 0), Error);
+  // act_out on a runner built without shape.act.
+  {
+    auto plain = make_grouped_gemm_w4a16(shape(3712, 2944, 128), 0);
+    GroupedGemmOperands ops;
+    int32_t dummy = 0;
+    ops.group_offsets = &dummy;
+    ops.a = ops.b = ops.b_group_scale = ops.d = ops.act_out = &dummy;
+    EXPECT_THROW(plain->run(ops, nullptr), Error);
+  }
   GroupedGemmShape fp8 = shape(3712, 2944, 128);
   fp8.operand = GemmOperand::kFP8Block128;
   EXPECT_THROW(make_grouped_gemm_w4a16(fp8, 0), Error);
@@ -996,6 +1123,40 @@ TEST(GroupedGemmW4A16Layout, TransposesTheScalesAndKeepsTheCodes) {
   QuantizedMatrix not_int4 = m;
   not_int4.method = QuantMethod::kMXFP4W4A16;
   EXPECT_THROW(w4a16_gemm_layout(not_int4, 3, 192), Error);
+}
+
+// Host only: interleave_w4a16_w13 puts logical W13 row interleaved_w13_row(p, I, 8) at physical
+// row p -- 8 gate rows, then the same 8 up rows -- with each row's codes whole and its column of
+// the [K/G, 2I] scales moved with it; a layout it cannot build is refused.
+TEST(GroupedGemmW4A16Layout, InterleavesTheW13RowsWithTheirScales) {
+  const int64_t inter = 16, rows = 2 * inter, cols = 128, groups = 2;  // group 64
+  GemmWeightHost w;
+  w.codes.resize(static_cast<size_t>(rows * cols / 2));
+  for (size_t i = 0; i < w.codes.size(); ++i)  // row r's bytes all r, its last byte r + 100
+    w.codes[i] = static_cast<uint8_t>(i / (cols / 2) + (i % (cols / 2) == cols / 2 - 1 ? 100 : 0));
+  w.group_scales.resize(static_cast<size_t>(groups * rows));
+  for (size_t i = 0; i < w.group_scales.size(); ++i)  // group j of row r: 1000 j + r
+    w.group_scales[i] = static_cast<uint16_t>(1000 * (i / rows) + i % rows);
+  GemmWeightHost v = w;
+  interleave_w4a16_w13(v, inter, cols, kW4A16Interleave);
+  // Physical rows 0-7 gate 0-7, 8-15 up 0-7 (logical 16-23), 16-23 gate 8-15, 24-31 up 8-15.
+  const int64_t want[rows] = {0, 1, 2,  3,  4,  5,  6,  7,  16, 17, 18, 19, 20, 21, 22, 23,
+                              8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31};
+  for (int64_t p = 0; p < rows; ++p) {
+    EXPECT_EQ(interleaved_w13_row(p, inter, kW4A16Interleave), want[p]) << "row " << p;
+    for (int64_t b = 0; b < cols / 2; ++b)
+      ASSERT_EQ(v.codes[static_cast<size_t>(p * cols / 2 + b)],
+                w.codes[static_cast<size_t>(want[p] * cols / 2 + b)])
+          << "row " << p << " byte " << b;
+    for (int64_t j = 0; j < groups; ++j)
+      EXPECT_EQ(v.group_scales[static_cast<size_t>(j * rows + p)], 1000 * j + want[p])
+          << "row " << p << " group " << j;
+  }
+  GemmWeightHost bad = w;
+  EXPECT_THROW(interleave_w4a16_w13(bad, 12, cols, kW4A16Interleave), Error);    // I % 8
+  EXPECT_THROW(interleave_w4a16_w13(bad, inter, 256, kW4A16Interleave), Error);  // code bytes
+  bad.group_scales.pop_back();
+  EXPECT_THROW(interleave_w4a16_w13(bad, inter, cols, kW4A16Interleave), Error);
 }
 
 // Host only: the shapes make_grouped_gemm_w4a16 takes, and the reason for one it does not.

@@ -409,35 +409,45 @@ TEST(MoECuda, PathDecidesTheWeightCopies) {
 // unless SERVEKIT_DYNAMIC_W4A16=0, group 32 (and a switched-off layer) the bf16 GEMMs on the
 // dequantized copy; every layer matches the reference at 1, 200 and 300 tokens (groups of ~50-75
 // routed rows, several 64-token tiles), with shared experts and biases, and holds the bytes of
-// the copy it runs (a quarter of bf16's plus the scales, or bf16's).
+// the copy it runs (a quarter of bf16's plus the scales, or bf16's). The int4 GEMM runs the
+// activation in GEMM1's epilogue (W13 in 8-row gate/up blocks) unless SERVEKIT_DYNAMIC_FUSED_ACT=0
+// (W13 in the logical order, the separate pass).
 TEST(MoECuda, W4A16GemmOnAndOff) {
   SERVEKIT_REQUIRE_GPU();
   for (int group : {32, 64, 128})
-    for (const char* value : {"", "0"}) {
-      const testing::ScopedEnv w4a16("SERVEKIT_DYNAMIC_W4A16", value);
-      Case c;
-      c.quant = QuantMethod::kInt4W4A16;
-      c.group_size = group;
-      c.bias = true;
-      c.shared = 2;
-      c.tokens = 300;
-      SCOPED_TRACE("group " + std::to_string(group) + " SERVEKIT_DYNAMIC_W4A16='" + value + "'");
-      MoELayer layer(make_config(c));
-      const bool native = group != 32 && std::string(value).empty();
-      EXPECT_EQ(layer.kernels(300).find("int4 weights") != std::string::npos, native)
-          << layer.kernels(300);
-      const size_t g = static_cast<size_t>(c.experts + c.shared), h = c.hidden, i = c.inter,
-                   r = 2 * i, n = r * h + h * i;
-      const size_t gemm = native ? n / 2 + n / static_cast<size_t>(group) * 2 : 2 * n;
-      EXPECT_EQ(layer.device_weight_bytes(), g * (gemm + (r + h) * sizeof(float)));
-      load_experts(layer, c);
-      for (int64_t t : {int64_t{1}, int64_t{200}, int64_t{300}}) {
-        Case ct = c;
-        ct.tokens = t;
-        SCOPED_TRACE("tokens " + std::to_string(t));
-        check_forward(layer, ct);
+    for (const char* value : {"", "0"})
+      for (const char* fused : {"", "0"}) {
+        const testing::ScopedEnv w4a16("SERVEKIT_DYNAMIC_W4A16", value);
+        const testing::ScopedEnv fused_act("SERVEKIT_DYNAMIC_FUSED_ACT", fused);
+        Case c;
+        c.quant = QuantMethod::kInt4W4A16;
+        c.group_size = group;
+        c.bias = true;
+        c.shared = 2;
+        c.tokens = 300;
+        SCOPED_TRACE("group " + std::to_string(group) + " SERVEKIT_DYNAMIC_W4A16='" + value +
+                     "' SERVEKIT_DYNAMIC_FUSED_ACT='" + fused + "'");
+        MoELayer layer(make_config(c));
+        const bool native = group != 32 && std::string(value).empty();
+        EXPECT_EQ(layer.kernels(300).find("int4 weights") != std::string::npos, native)
+            << layer.kernels(300);
+        if (native) {
+          EXPECT_EQ(layer.kernels(300).find("int4 weights + activation") != std::string::npos,
+                    std::string(fused).empty())
+              << layer.kernels(300);
+        }
+        const size_t g = static_cast<size_t>(c.experts + c.shared), h = c.hidden, i = c.inter,
+                     r = 2 * i, n = r * h + h * i;
+        const size_t gemm = native ? n / 2 + n / static_cast<size_t>(group) * 2 : 2 * n;
+        EXPECT_EQ(layer.device_weight_bytes(), g * (gemm + (r + h) * sizeof(float)));
+        load_experts(layer, c);
+        for (int64_t t : {int64_t{1}, int64_t{200}, int64_t{300}}) {
+          Case ct = c;
+          ct.tokens = t;
+          SCOPED_TRACE("tokens " + std::to_string(t));
+          check_forward(layer, ct);
+        }
       }
-    }
 }
 
 // The odd sizes of BENCH.md where each format's block allows: H = 2880, I = 1856, E = 257,

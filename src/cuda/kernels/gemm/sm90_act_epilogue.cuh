@@ -25,6 +25,12 @@
 //   fuses_activation). The ping-pong 128x144 swap tile (swap_pp_tile_config) has one warp group
 //   a tile, rows r at v < 72 and r + 64 at v + 72: it needs W13 interleaved in 64-row blocks, and
 //   then fuses the same way.
+// - The int4 GEMM's tiles (w4a16_gemm.cuh: 128 weight rows x 64, 128 or 256 tokens, weights along
+//   M; bf16 intermediate only): each warp group holds 64 weight rows as one m64 atom, so no thread
+//   holds rows 64 or 128 apart. Within the atom a thread holds rows r and r + 8 (r % 16 < 8) at
+//   flat values v and v + 2 (v % 4 < 2). With W13 interleaved in 8-row blocks (kInterleave 8)
+//   those are the gate and up rows of one intermediate column: the pairing is local again, and a
+//   tile's 128 weight rows are 64 intermediate columns.
 //
 // Bits: the same as GEMM1 storing bf16 followed by the activation pass (activation_rows.cuh):
 // each accumulator is rounded to bf16 first, the bias added in fp32, the activation and the
@@ -58,24 +64,29 @@ namespace servekit::cuda::gemm {
 struct ActEpilogueParams {
   ActFormat format = ActFormat::kBF16;          // kBF16, kFP8Block128 or kFP8Block128AsBF16
   Activation activation = Activation::kSwiGLU;  // gated
-  int cols = 0;                                 // I = N / 2, a multiple of 128
-  void* const* ptr_out = nullptr;               // group's first intermediate row, or null: unfused
-  float* const* ptr_scale = nullptr;            // kFP8Block128: group's block of 1x128 scales
-  const float* const* ptr_bias = nullptr;       // group's w13 bias [2I] (logical order), or null
+  int cols = 0;                       // I = N / 2, a multiple of 128 (64 on the int4 GEMM's tiles)
+  void* const* ptr_out = nullptr;     // group's first intermediate row, or null: unfused
+  float* const* ptr_scale = nullptr;  // kFP8Block128: group's block of 1x128 scales
+  const float* const* ptr_bias = nullptr;  // group's w13 bias [2I] (logical order), or null
 };
 
 // kSwapAB: Base is the epilogue of a swap-AB tile (see the top of the file). kInterleave: the rows
-// of W13's gate/up blocks the store is compiled for (a swap tile's is half its weight rows). One
-// store per kernel: compiling the 128x256 tile's for both interleaves behind a run-time switch
-// made ptxas spill ~300 bytes (session 34), so bf16 has a 128x256 instantiation per interleave.
+// of W13's gate/up blocks the store is compiled for (a bf16 swap tile's is half its weight rows,
+// the int4 GEMM's 8). One store per kernel: compiling the 128x256 tile's for both interleaves
+// behind a run-time switch made ptxas spill ~300 bytes (session 34), so bf16 has a 128x256
+// instantiation per interleave.
 template <class Base, bool kSwapAB = false, int kInterleave = 128>
 struct ActEpilogue : Base {
-  static_assert(kInterleave == 64 || kInterleave == 128, "W13 interleaves 64 or 128 rows");
+  static_assert(kInterleave == 64 || kInterleave == 128 || (kSwapAB && kInterleave == 8),
+                "W13 interleaves 64 or 128 rows, or 8 on the int4 GEMM's swap-AB tiles");
   using LoadPipeline = typename Base::LoadPipeline;
   using LoadPipelineState = typename Base::LoadPipelineState;
   using StorePipeline = typename Base::StorePipeline;
   using StorePipelineState = typename Base::StorePipelineState;
   using TensorStorage = typename Base::TensorStorage;
+
+  // The int4 GEMM's tiles pair gate and up rows within one m64 atom (the top of the file).
+  static constexpr bool kAtomPairs = kInterleave == 8;
 
   struct Arguments : Base::Arguments {
     ActEpilogueParams act{};
@@ -212,9 +223,9 @@ struct ActEpilogue : Base {
     }
   }
 
-  // The swap-AB tile (bf16 intermediate): tile coordinate m is kRows weight rows (256 with the
-  // cooperative tile, 128 with the ping-pong one), i.e. the kRows / 2-column block m of the
-  // intermediate; n is 144 tokens of the group.
+  // The swap-AB tiles (bf16 intermediate): tile coordinate m is kRows weight rows, i.e. the
+  // kRows / 2-column block m of the intermediate (256 rows with bf16's cooperative tile, 128 with
+  // its ping-pong one and the int4 GEMM's); n is a tile of the group's tokens.
   template <class ProblemShapeMNKL, class TileShapeMNK, class TileCoordMNKL, class AccEngine,
             class AccLayout, class TiledMma>
   CUTLASS_DEVICE void fused_store_swap(void* out, ProblemShapeMNKL problem_shape_mnkl,
@@ -223,19 +234,31 @@ struct ActEpilogue : Base {
                                        TiledMma tiled_mma, int thread_idx) const {
     using namespace cute;
     constexpr int kRows = static_cast<int>(size<0>(TileShapeMNK{}));
-    // The gate rows of a tile are its first kRows / 2 (the interleave's block): 256 rows with the
-    // 128-row interleave (two warp groups, rows r and r + 128 per thread), 128 with the 64-row
-    // one (one warp group, rows r and r + 64).
-    static_assert(kRows == 2 * kInterleave, "a swap-AB tile holds one gate block and its up block");
-    // Two m64 atoms along M per thread (rows r and r + kRows / 2), one along N.
-    static_assert(
-        size<1>(AccLayout{}) == 2 && size<2>(AccLayout{}) == 1 && size<0>(AccLayout{}) % 4 == 0,
-        "two m64nN accumulator fragments along M per thread");
-    constexpr int kHalf = static_cast<int>(size<0>(AccLayout{}));  // flat values of the gate rows
+    if constexpr (kAtomPairs) {
+      // The int4 GEMM's tile: one m64 atom per warp group, gate row r at flat v, up at v + 2.
+      static_assert(kRows == 128, "the int4 GEMM's tile has 128 weight rows");
+      static_assert(
+          size<1>(AccLayout{}) == 1 && size<2>(AccLayout{}) == 1 && size<0>(AccLayout{}) % 4 == 0,
+          "one m64nN accumulator fragment per thread");
+    } else {
+      // The gate rows of a tile are its first kRows / 2 (the interleave's block): 256 rows with
+      // the 128-row interleave (two warp groups, rows r and r + 128 per thread), 128 with the
+      // 64-row one (one warp group, rows r and r + 64).
+      static_assert(kRows == 2 * kInterleave,
+                    "a swap-AB tile holds one gate block and its up block");
+      // Two m64 atoms along M per thread (rows r and r + kRows / 2), one along N.
+      static_assert(
+          size<1>(AccLayout{}) == 2 && size<2>(AccLayout{}) == 1 && size<0>(AccLayout{}) % 4 == 0,
+          "two m64nN accumulator fragments along M per thread");
+    }
+    // Flat values a thread holds gate rows in (all of them, or the first atom's), and how far
+    // each gate value's up value lies.
+    constexpr int kValues = static_cast<int>(kAtomPairs ? size(AccLayout{}) : size<0>(AccLayout{}));
+    constexpr int kUp = kAtomPairs ? 2 : kValues;
     const int block = static_cast<int>(get<0>(tile_coord_mnkl));
     // A 2x1 cluster rounds the weight tiles up to even: the second CTA's tile past N (an odd
     // number of weight tiles) holds no output column.
-    if (block * kInterleave >= act_.cols) return;
+    if (block * (kRows / 2) >= act_.cols) return;
     const int tokens = static_cast<int>(get<1>(problem_shape_mnkl));
     const int tok0 =
         static_cast<int>(get<1>(tile_coord_mnkl)) * static_cast<int>(size<1>(TileShapeMNK{}));
@@ -243,32 +266,36 @@ struct ActEpilogue : Base {
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
+    const int col0 = block * (kRows / 2);
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        return store_swap<Activation::kSwiGLU, kHalf>(out, block, tokens, tok0, bias, acc, coord);
+        return store_swap<Activation::kSwiGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
+                                                             coord);
       case Activation::kGeGLU:
-        return store_swap<Activation::kGeGLU, kHalf>(out, block, tokens, tok0, bias, acc, coord);
+        return store_swap<Activation::kGeGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
+                                                            coord);
       default:  // kSwiGLUOAI
-        return store_swap<Activation::kSwiGLUOAI, kHalf>(out, block, tokens, tok0, bias, acc,
-                                                         coord);
+        return store_swap<Activation::kSwiGLUOAI, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
+                                                                coord);
     }
   }
 
-  // Flat values v, v + 1 (v even) are tokens t, t + 1 of weight row r (= intermediate column
-  // kInterleave * block + r); the lane four apart (threadIdx bit 2) holds row r ^ 1 of the same
-  // tokens.
+  // Flat values v, v + 1 (v even, a gate row's) are tokens t, t + 1 of weight row r of the tile,
+  // intermediate column col0 + inter_column<kInterleave>(r), whose up value is kUp further; the
+  // lane four apart (threadIdx bit 2) holds row r ^ 1 (the next column) of the same tokens.
   // The lane with r even keeps token t and receives its partner's (t, r + 1); the other keeps
   // token t + 1 and receives (t + 1, r - 1): each stores one bf16 pair of one token.
-  template <Activation A, int kHalf, class AccTensor, class CoordTensor>
-  CUTLASS_DEVICE void store_swap(void* out, int block, int tokens, int tok0, const float* bias,
+  template <Activation A, int kValues, int kUp, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE void store_swap(void* out, int col0, int tokens, int tok0, const float* bias,
                                  AccTensor const& acc, CoordTensor const& coord) const {
     const int cols = act_.cols;
     auto* o = static_cast<__nv_bfloat16*>(out);
     const bool odd = (threadIdx.x >> 2) & 1;
     CUTLASS_PRAGMA_UNROLL
-    for (int v = 0; v < kHalf; v += 2) {
-      const int r = static_cast<int>(cute::get<0>(coord(v)));  // < kInterleave: a gate row
-      const int c = block * kInterleave + r;
+    for (int v = 0; v < kValues; v += 2) {
+      if (kAtomPairs && (v & 2) != 0) continue;  // an up row's values
+      const int r = static_cast<int>(cute::get<0>(coord(v)));
+      const int c = col0 + inter_column<kInterleave>(r);
       float gb = 0.0f, ub = 0.0f;
       if (bias != nullptr) {
         gb = bias[c];
@@ -276,7 +303,7 @@ struct ActEpilogue : Base {
       }
       auto value = [&](int i) {
         float g = __bfloat162float(__float2bfloat16_rn(acc(i)));
-        float u = __bfloat162float(__float2bfloat16_rn(acc(i + kHalf)));
+        float u = __bfloat162float(__float2bfloat16_rn(acc(i + kUp)));
         if (bias != nullptr) {  // not + 0.0f: that would turn a -0 into +0
           g += gb;
           u += ub;

@@ -15,6 +15,8 @@
 // tiles. The weight scales are [K/G, N] per expert (the collective's scale stride is (1, N): N
 // contiguous). Group shapes are read on the device; N, K and G are the same for every group,
 // which the collective assumes (it builds its tiled views from the first tile's group).
+// GEMM1's gated activation can run in the epilogue (sm90_act_epilogue.cuh, kW4A16Interleave: W13
+// interleaved in 8-row gate/up blocks), writing the bf16 intermediate instead of D.
 // Included by grouped_gemm_w4a16.cu (64-token tile, the per-run pick) and grouped_gemm_w4a16_n*.cu
 // (the other tiles): one heavy instantiation each.
 #pragma once
@@ -39,6 +41,7 @@
 
 #include "cuda/grouped_gemm.h"
 #include "cuda/kernels/gemm/cutlass_setup.cuh"
+#include "cuda/kernels/gemm/sm90_act_epilogue.cuh"
 #include "cuda/kernels/pdl.cuh"
 #include "cuda/launch_pdl.h"
 #include "cuda/runtime.h"
@@ -89,10 +92,12 @@ struct W4A16Kernel {
       cutlass::epilogue::fusion::Sm90Compute<cutlass::epilogue::thread::Identity, BF, float,
                                              cutlass::FloatRoundStyle::round_to_nearest>,
       cutlass::epilogue::fusion::Sm90AccFetch>;
-  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+  using BuiltEpilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, TileShape, ClusterShape,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float, void, LayoutD*, 8, BF,
       LayoutD*, 8, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+  // CUTLASS's epilogue, or per run (a non-null act_out) the fused activation.
+  using Epilogue = ActEpilogue<BuiltEpilogue, true, static_cast<int>(kW4A16Interleave)>;
   // A is (int4 codes, bf16 scale): the builder picks the mixed-input mainloop in its
   // convert-and-scale mode; 32 codes = 16 bytes of alignment.
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
@@ -127,13 +132,17 @@ struct W4A16Arrays {
   typename K::StrideB* stride_b = nullptr;
   typename K::StrideD* stride_d = nullptr;
   typename K::StrideS* stride_s = nullptr;
+  void** act_out = nullptr;          // fused activation: group's first intermediate row, or null
+  const float** act_bias = nullptr;  // group's w13 bias [N] (logical order), or null
 };
 
-// One thread per group: M_g from the offsets and group g's pointers.
+// One thread per group: M_g from the offsets and group g's pointers; act_out (bf16 [rows, n / 2])
+// null for a run without the fused activation.
 template <class K>
 __global__ void write_w4a16_arguments(W4A16Arrays<K> arr, const int32_t* offsets,
                                       const uint8_t* codes, const W4BF* rows, const W4BF* scales,
-                                      W4BF* d, int groups, int n, int k, int group) {
+                                      W4BF* d, W4BF* act_out, const float* act_bias, int groups,
+                                      int n, int k, int group) {
   pdl_wait();  // the offsets come from the plan; the previous GEMM may still read the arrays
   pdl_trigger();
   for (int g = threadIdx.x; g < groups; g += blockDim.x) {
@@ -143,6 +152,8 @@ __global__ void write_w4a16_arguments(W4A16Arrays<K> arr, const int32_t* offsets
     arr.b[g] = rows + int64_t{begin} * k;
     arr.s[g] = scales + int64_t{g} * (k / group) * n;
     arr.d[g] = d + int64_t{begin} * n;
+    arr.act_out[g] = act_out == nullptr ? nullptr : act_out + int64_t{begin} * (n / 2);
+    arr.act_bias[g] = act_bias == nullptr ? nullptr : act_bias + int64_t{g} * n;
   }
 }
 
@@ -164,11 +175,16 @@ class W4A16Runner final : public GroupedGemm {
     std::string why;
     SERVEKIT_CHECK(w4a16_gemm_supported(shape.n, shape.k, shape.weight_group, &why),
                    "grouped_gemm w4a16: ", why);
-    SERVEKIT_CHECK(shape.operand == GemmOperand::kBF16 && shape.num_groups > 0 &&
-                       !shape.act.enabled && !shape.swap_pingpong,
-                   "grouped_gemm w4a16: needs bf16 rows, at least one group, no fused activation "
-                   "and no ping-pong swap tile (operand ",
-                   static_cast<int>(shape.operand), ", groups ", shape.num_groups, ")");
+    SERVEKIT_CHECK(
+        shape.operand == GemmOperand::kBF16 && shape.num_groups > 0 && !shape.swap_pingpong,
+        "grouped_gemm w4a16: needs bf16 rows, at least one group and no ping-pong swap "
+        "tile (operand ",
+        static_cast<int>(shape.operand), ", groups ", shape.num_groups, ")");
+    SERVEKIT_CHECK(!shape.act.enabled || w4a16_fuses_activation_on(shape),
+                   "grouped_gemm w4a16: the fused activation needs a gated activation, a bf16 "
+                   "intermediate, W13 in blocks of ",
+                   kW4A16Interleave, " rows and n % 128 == 0 (n=", shape.n, ", interleave ",
+                   shape.act.interleave_rows, ")");
     config_.tile = K::kTile;
     SERVEKIT_CUDA_CHECK(
         cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device_));
@@ -182,7 +198,8 @@ class W4A16Runner final : public GroupedGemm {
   void run(const GroupedGemmOperands& ops, cudaStream_t stream) const override {
     SERVEKIT_CHECK(ops.group_offsets && ops.a && ops.b && ops.d && ops.b_group_scale,
                    "grouped_gemm w4a16: group_offsets, a, b, b_group_scale and d are required");
-    SERVEKIT_CHECK(ops.act_out == nullptr, "grouped_gemm w4a16: no fused activation");
+    SERVEKIT_CHECK(ops.act_out == nullptr || shape_.act.enabled,
+                   "grouped_gemm w4a16: act_out given, but shape.act is disabled");
     SERVEKIT_CHECK(ops.gate == GemmRunGate::kAlways, "grouped_gemm w4a16: no gated runs");
     SERVEKIT_CHECK(ops.b_group_stride == -1,
                    "grouped_gemm w4a16: b_group_stride must be -1 (packed), got ",
@@ -190,8 +207,8 @@ class W4A16Runner final : public GroupedGemm {
     launch_pdl(write_w4a16_arguments<K>, 1, 256, 0, ops.pdl, stream, arrays_, ops.group_offsets,
                static_cast<const uint8_t*>(ops.b), static_cast<const BF*>(ops.a),
                static_cast<const BF*>(ops.b_group_scale), static_cast<BF*>(ops.d),
-               shape_.num_groups, static_cast<int>(shape_.n), static_cast<int>(shape_.k),
-               shape_.weight_group);
+               static_cast<BF*>(ops.act_out), ops.act_bias, shape_.num_groups,
+               static_cast<int>(shape_.n), static_cast<int>(shape_.k), shape_.weight_group);
     // No PDL: CUTLASS's ptr-array kernels execute no griddepcontrol.wait, so the GEMM starts
     // only once the setup kernel has finished.
     launch_checked<Gemm>(params_, stream, false, "grouped_gemm w4a16");
@@ -199,7 +216,7 @@ class W4A16Runner final : public GroupedGemm {
 
   const GroupedGemmShape& shape() const override { return shape_; }
   GemmConfig config(int64_t /*rows_hint*/) const override { return config_; }
-  bool fuses_activation(int64_t /*rows_hint*/) const override { return false; }
+  bool fuses_activation(int64_t /*rows_hint*/) const override { return shape_.act.enabled; }
   std::string tile_name(int64_t /*rows_hint*/) const override {
     return gemm_tile_name(config_.tile) + " int4 weights";
   }
@@ -217,14 +234,16 @@ class W4A16Runner final : public GroupedGemm {
                  o_sb = block.reserve(g * sizeof(StrideB));
     const size_t o_sd = block.reserve(g * sizeof(StrideD)),
                  o_ss = block.reserve(g * sizeof(StrideS));
+    const size_t o_act = block.reserve(g * sizeof(void*)),
+                 o_bias = block.reserve(g * sizeof(void*));
     const size_t o_workspace = block.end();
     // The arrays' addresses are all the arguments need to size the workspace.
     char* const null_base = nullptr;
-    set_arrays(null_base, o_problem, o_a, o_b, o_s, o_d, o_sa, o_sb, o_sd, o_ss);
+    set_arrays(null_base, o_problem, o_a, o_b, o_s, o_d, o_sa, o_sb, o_sd, o_ss, o_act, o_bias);
     workspace_bytes_ = Gemm::get_workspace_size(make_arguments(0));
     block_ = zeroed_block(o_workspace + workspace_bytes_);
     auto* base = static_cast<char*>(block_);
-    set_arrays(base, o_problem, o_a, o_b, o_s, o_d, o_sa, o_sb, o_sd, o_ss);
+    set_arrays(base, o_problem, o_a, o_b, o_s, o_d, o_sa, o_sb, o_sd, o_ss, o_act, o_bias);
     workspace_ = base + o_workspace;
 
     const int n = static_cast<int>(shape_.n), k = static_cast<int>(shape_.k);
@@ -241,7 +260,7 @@ class W4A16Runner final : public GroupedGemm {
     upload(arrays_.stride_s, ss);
   }
   void set_arrays(char* base, size_t o_problem, size_t o_a, size_t o_b, size_t o_s, size_t o_d,
-                  size_t o_sa, size_t o_sb, size_t o_sd, size_t o_ss) {
+                  size_t o_sa, size_t o_sb, size_t o_sd, size_t o_ss, size_t o_act, size_t o_bias) {
     arrays_.problem = reinterpret_cast<ProblemSize*>(base + o_problem);
     arrays_.a = reinterpret_cast<const I4**>(base + o_a);
     arrays_.b = reinterpret_cast<const BF**>(base + o_b);
@@ -251,6 +270,8 @@ class W4A16Runner final : public GroupedGemm {
     arrays_.stride_b = reinterpret_cast<StrideB*>(base + o_sb);
     arrays_.stride_d = reinterpret_cast<StrideD*>(base + o_sd);
     arrays_.stride_s = reinterpret_cast<StrideS*>(base + o_ss);
+    arrays_.act_out = reinterpret_cast<void**>(base + o_act);
+    arrays_.act_bias = reinterpret_cast<const float**>(base + o_bias);
   }
   template <class T>
   static void upload(T* dst, const std::vector<T>& src) {
@@ -269,6 +290,13 @@ class W4A16Runner final : public GroupedGemm {
     args.epilogue.dC = nullptr;
     args.epilogue.ptr_D = arrays_.d;
     args.epilogue.dD = arrays_.stride_d;
+    // Null arrays when the shape asks for no fusion: every tile takes CUTLASS's epilogue.
+    ActEpilogueParams& act = args.epilogue.act;
+    act.format = ActFormat::kBF16;
+    act.activation = shape_.act.activation;
+    act.cols = static_cast<int>(shape_.n / 2);
+    act.ptr_out = shape_.act.enabled ? arrays_.act_out : nullptr;
+    act.ptr_bias = arrays_.act_bias;
     args.hw_info.device_id = device_;
     args.hw_info.sm_count = sm_count_;
     args.hw_info.max_active_clusters = max_active_clusters;
