@@ -22,10 +22,9 @@ say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 build_tests "$W/build.log"
 gtest_run fused "$B" '*FusedActivation*:MoECuda.W4A16GemmOnAndOff' 60
 q235=(--preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform --path dynamic)
-for round in 0 1; do
-  bench_row "stop3-fused-$round" SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}" --tokens 8192
-done
+bench_row stop3-fused-0 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}" --tokens 8192
 bench_row stop3-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}" --tokens 8192
+bench_row stop3-fused-1 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}" --tokens 8192
 for round in 0 1; do
   bench_row "q235-fused-$round" -- "${q235[@]}" --tokens 4096,8192
   bench_row "q235-pass-$round" SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${q235[@]}" --tokens 4096,8192
