@@ -255,10 +255,10 @@ struct ActEpilogue : Base {
     // each gate value's up value lies.
     constexpr int kValues = static_cast<int>(kAtomPairs ? size(AccLayout{}) : size<0>(AccLayout{}));
     constexpr int kUp = kAtomPairs ? 2 : kValues;
-    const int block = static_cast<int>(get<0>(tile_coord_mnkl));
-    // A 2x1 cluster rounds the weight tiles up to even: the second CTA's tile past N (an odd
-    // number of weight tiles) holds no output column.
-    if (block * (kRows / 2) >= act_.cols) return;
+    // The tile's first intermediate column. A 2x1 cluster rounds the weight tiles up to even: the
+    // second CTA's tile past N (an odd number of weight tiles) holds no output column.
+    const int col0 = static_cast<int>(get<0>(tile_coord_mnkl)) * (kRows / 2);
+    if (col0 >= act_.cols) return;
     const int tokens = static_cast<int>(get<1>(problem_shape_mnkl));
     const int tok0 =
         static_cast<int>(get<1>(tile_coord_mnkl)) * static_cast<int>(size<1>(TileShapeMNK{}));
@@ -266,7 +266,6 @@ struct ActEpilogue : Base {
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
-    const int col0 = block * (kRows / 2);
     switch (act_.activation) {
       case Activation::kSwiGLU:
         return store_swap<Activation::kSwiGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
