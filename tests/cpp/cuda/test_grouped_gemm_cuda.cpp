@@ -875,9 +875,8 @@ struct W4A16Gemms {
 W4A16Gemms make_w4a16_gemms(const GroupedGemmShape& shape) {
   W4A16Gemms g;
   g.pairs = make_grouped_gemm_w4a16(shape, 0);
-  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "1", 1);
+  const testing::ScopedEnv single("SERVEKIT_GEMM_W4A16_CLUSTER", "1");
   g.single = make_grouped_gemm_w4a16(shape, 0);
-  unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
   return g;
 }
 
@@ -1047,29 +1046,33 @@ TEST(GroupedGemmCuda, W4A16TileSwitch) {
   s.weight_group = 128;
   const char* name = "SERVEKIT_GEMM_W4A16_TILE";
   for (const char* v : {"64", "128", "256"}) {
-    setenv(name, v, 1);
+    const testing::ScopedEnv tile(name, v);
     auto gemm = make_grouped_gemm_w4a16(s, 0);
     for (int64_t hint : {int64_t{8}, int64_t{400}, int64_t{4000}})
       EXPECT_EQ(gemm->tile_name(hint).rfind("128x" + std::string(v) + "x64 ", 0), 0u)
           << v << " rows_hint " << hint << ": " << gemm->tile_name(hint);
   }
-  setenv(name, "auto", 1);
-  EXPECT_EQ(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).rfind("128x256x64 ", 0), 0u);
-  EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 2x1"), std::string::npos);
-  EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(8).find("cluster 1x1"), std::string::npos);
-  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "1", 1);
-  EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 1x1"), std::string::npos);
-  setenv("SERVEKIT_GEMM_W4A16_CLUSTER", "4", 1);
-  EXPECT_THROW(make_grouped_gemm_w4a16(s, 0), Error);
-  unsetenv("SERVEKIT_GEMM_W4A16_CLUSTER");
-  setenv(name, "512", 1);
+  {
+    const testing::ScopedEnv tile(name, "auto");
+    EXPECT_EQ(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).rfind("128x256x64 ", 0), 0u);
+    EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 2x1"),
+              std::string::npos);
+    EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(8).find("cluster 1x1"), std::string::npos);
+    {
+      const testing::ScopedEnv cluster("SERVEKIT_GEMM_W4A16_CLUSTER", "1");
+      EXPECT_NE(make_grouped_gemm_w4a16(s, 0)->tile_name(4000).find("cluster 1x1"),
+                std::string::npos);
+    }
+    const testing::ScopedEnv cluster("SERVEKIT_GEMM_W4A16_CLUSTER", "4");
+    EXPECT_THROW(make_grouped_gemm_w4a16(s, 0), Error);
+  }
+  const testing::ScopedEnv tile(name, "512");
   try {
     make_grouped_gemm_w4a16(s, 0);
     ADD_FAILURE() << "a bad tile was taken";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
   }
-  unsetenv(name);
 }
 
 // Host only: the tile each routed group's expected rows gets, and the switch's values.
