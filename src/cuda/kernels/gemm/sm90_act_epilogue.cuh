@@ -266,16 +266,25 @@ struct ActEpilogue : Base {
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
+    if (bias == nullptr)
+      return store_swap_act<false, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
+    return store_swap_act<true, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
+  }
+
+  // The activation picked once per tile, not per value.
+  template <bool kBias, int kValues, int kUp, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE void store_swap_act(void* out, int col0, int tokens, int tok0, const float* bias,
+                                     AccTensor const& acc, CoordTensor const& coord) const {
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        return store_swap<Activation::kSwiGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
-                                                             coord);
+        return store_swap<Activation::kSwiGLU, kBias, kValues, kUp>(out, col0, tokens, tok0, bias,
+                                                                    acc, coord);
       case Activation::kGeGLU:
-        return store_swap<Activation::kGeGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
-                                                            coord);
+        return store_swap<Activation::kGeGLU, kBias, kValues, kUp>(out, col0, tokens, tok0, bias,
+                                                                   acc, coord);
       default:  // kSwiGLUOAI
-        return store_swap<Activation::kSwiGLUOAI, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
-                                                                coord);
+        return store_swap<Activation::kSwiGLUOAI, kBias, kValues, kUp>(out, col0, tokens, tok0,
+                                                                       bias, acc, coord);
     }
   }
 
@@ -284,39 +293,62 @@ struct ActEpilogue : Base {
   // lane four apart (threadIdx bit 2) holds row r ^ 1 (the next column) of the same tokens.
   // The lane with r even keeps token t and receives its partner's (t, r + 1); the other keeps
   // token t + 1 and receives (t + 1, r - 1): each stores one bf16 pair of one token.
-  template <Activation A, int kValues, int kUp, class AccTensor, class CoordTensor>
+  // A thread's gate values lie on the m64 atom's two rows of the thread, coord(0)'s and coord(2)'s
+  // (8 further), or on the first only where the second is the up row (kAtomPairs). Their columns
+  // and biases are read once (the stores could alias the bias for all the compiler knows, so it
+  // reloaded them per pair), and each store's address is the pair's start in the lane's first
+  // token row plus a compile-time number of rows (coord's thread part cancels).
+  template <Activation A, bool kBias, int kValues, int kUp, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_swap(void* out, int col0, int tokens, int tok0, const float* bias,
                                  AccTensor const& acc, CoordTensor const& coord) const {
     const int cols = act_.cols;
-    auto* o = static_cast<__nv_bfloat16*>(out);
     const bool odd = (threadIdx.x >> 2) & 1;
+    const int first = tok0 + static_cast<int>(cute::get<1>(coord(0))) + (odd ? 1 : 0);
+    const int left = tokens - first;  // tokens of the group from this lane's first one
+    auto* const row = static_cast<__nv_bfloat16*>(out) + int64_t{first} * cols;
+    constexpr int kRowsHeld = kAtomPairs ? 1 : 2;
+    char* base[kRowsHeld];  // where this lane's pairs of its first token start
+    float gb[kRowsHeld], ub[kRowsHeld];
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < kRowsHeld; ++i) {
+      const int c = col0 + inter_column<kInterleave>(static_cast<int>(cute::get<0>(coord(2 * i))));
+      gb[i] = kBias ? bias[c] : 0.0f;
+      ub[i] = kBias ? bias[cols + c] : 0.0f;
+      base[i] = reinterpret_cast<char*>(row + (odd ? c - 1 : c));
+    }
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < kValues; v += 2) {
       if (kAtomPairs && (v & 2) != 0) continue;  // an up row's values
-      const int r = static_cast<int>(cute::get<0>(coord(v)));
-      const int c = col0 + inter_column<kInterleave>(r);
-      float gb = 0.0f, ub = 0.0f;
-      if (bias != nullptr) {
-        gb = bias[c];
-        ub = bias[cols + c];
+      const int i = kAtomPairs ? 0 : (v >> 1) & 1;
+      // bf16(gate) and bf16(up) of tokens t, t + 1, rounded in pairs.
+      const float2 g = __bfloat1622float2(__float22bfloat162_rn(make_float2(acc(v), acc(v + 1))));
+      const float2 u =
+          __bfloat1622float2(__float22bfloat162_rn(make_float2(acc(v + kUp), acc(v + kUp + 1))));
+      float a, b;
+      if constexpr (kBias) {  // not + 0.0f when there is none: that would turn a -0 into +0
+        a = activate<A>(g.x + gb[i], u.x + ub[i]);
+        b = activate<A>(g.y + gb[i], u.y + ub[i]);
+      } else {
+        a = activate<A>(g.x, u.x);
+        b = activate<A>(g.y, u.y);
       }
-      auto value = [&](int i) {
-        float g = __bfloat162float(__float2bfloat16_rn(acc(i)));
-        float u = __bfloat162float(__float2bfloat16_rn(acc(i + kUp)));
-        if (bias != nullptr) {  // not + 0.0f: that would turn a -0 into +0
-          g += gb;
-          u += ub;
-        }
-        return activate<A>(g, u);
-      };
-      const float a = value(v), b = value(v + 1);
       const float recv = __shfl_xor_sync(0xffffffffu, odd ? a : b, 4);
-      const int token = tok0 + static_cast<int>(cute::get<1>(coord(odd ? v + 1 : v)));
-      if (token < tokens) {
-        *reinterpret_cast<__nv_bfloat162*>(o + int64_t{token} * cols + (odd ? c - 1 : c)) =
-            odd ? __floats2bfloat162_rn(recv, b) : __floats2bfloat162_rn(a, recv);
-      }
+      const __nv_bfloat162 pair =
+          odd ? __floats2bfloat162_rn(recv, b) : __floats2bfloat162_rn(a, recv);
+      const int dt = static_cast<int>(cute::get<1>(coord(v))) -
+                     static_cast<int>(cute::get<1>(coord(0)));  // a constant
+      store_pair_if(dt < left, base[i] + int64_t{cols} * (2 * dt), pair);
     }
+  }
+
+  // A predicated 4-byte global store: no branch around it (a branch cost three instructions a
+  // store in the swap store above).
+  static CUTLASS_DEVICE void store_pair_if(bool pred, char* p, __nv_bfloat162 v) {
+    const uint32_t bits = *reinterpret_cast<const uint32_t*>(&v);
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p st.global.cg.b32 [%0], %1;\n}\n" ::"l"(p),
+        "r"(bits), "r"(static_cast<int>(pred))
+        : "memory");
   }
 
   struct Tile {
