@@ -372,67 +372,106 @@ struct ActEpilogue : Base {
     return c / (2 * W) * W + c % (2 * W);
   }
 
-  // act(bf16(gate) + bias, bf16(up) + bias) of the gate flat value v: gate is acc(v), up
-  // acc(v + W / 2), at intermediate column inter_column<W>(coord(v)) of the 128-column block.
-  template <Activation A, int W, class AccTensor, class CoordTensor>
-  CUTLASS_DEVICE float act_value(Tile const& t, AccTensor const& acc, CoordTensor const& coord,
-                                 int v) const {
-    float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
-    float u = __bfloat162float(__float2bfloat16_rn(acc(v + W / 2)));
-    if (t.bias != nullptr) {
-      const int c = t.block * 128 + inter_column<W>(static_cast<int>(cute::get<1>(coord(v))));
-      g += t.bias[c];
-      u += t.bias[act_.cols + c];
-    }
-    return activate<A>(g, u);
-  }
-
-  // The 128x256 tile's store.
+  // The 128x256 tile's store, with or without the w13 bias.
   template <Activation A, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile_w(Tile const& t, AccTensor const& acc,
                                    CoordTensor const& coord) const {
-    return store_tile<A, kInterleave>(t, acc, coord);
+    if (t.bias == nullptr) return store_tile<A, kInterleave, false>(t, acc, coord);
+    return store_tile<A, kInterleave, true>(t, acc, coord);
   }
 
-  // Gate values k, k + 1 (k even; flat v = gate_value<W>(k), v + 1) are intermediate columns c,
-  // c + 1 of one row. bf16 computes and stores a pair per step; the e4m3 formats keep the 64
-  // activated values for the 1x128 amax (the gate and up accumulators each value consumes are
-  // dead after it, so the peak stays near the 128 accumulators).
-  template <Activation A, int W, class AccTensor, class CoordTensor>
+  // A predicated 2-byte global store (an e4m3 pair), as store_pair_if.
+  static CUTLASS_DEVICE void store_u16_if(bool pred, char* p, uint16_t v) {
+    asm volatile(
+        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p st.global.cg.b16 [%0], %1;\n}\n" ::"l"(p),
+        "h"(v), "r"(static_cast<int>(pred))
+        : "memory");
+  }
+
+  // A thread holds two rows of the tile (flat value bit 1: the atom's rows r and r + 8) and, in
+  // each, gate values k, k + 1 (k even; flat v = gate_value<W>(k), v + 1) at intermediate columns
+  // c, c + 1 of the block, c = c0 + 8 (k / 4) where c0 = coord(0)'s column (< 8; inter_column is
+  // linear past it). So the 16 column pairs' biases serve both rows and are read once (the stores
+  // could alias the bias for all the compiler knows, so it reloaded them per value), and each
+  // store's address is one of two row pointers plus a compile-time offset (coord's thread part
+  // cancels). bf16 computes and stores a pair per step; the e4m3 formats keep the 64 activated
+  // values for the 1x128 amax (the gate and up accumulators each value consumes are dead after
+  // it, so the peak stays near the 128 accumulators).
+  template <Activation A, int W, bool kBias, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
                                  CoordTensor const& coord) const {
     constexpr int kHalf = 64;  // gate values per thread
     const int cols = act_.cols;
-    const int col0 = t.block * 128;
-    auto row_of = [&](int k) {
-      return t.row0 + static_cast<int>(cute::get<0>(coord(gate_value<W>(k))));
+    const int c0 = static_cast<int>(cute::get<1>(coord(0)));
+    const int first = t.block * 128 + c0;  // the thread's first intermediate column
+    int row[2];
+    bool keep[2];  // rows past the group's end are not written
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < 2; ++i) {
+      row[i] = t.row0 + static_cast<int>(cute::get<0>(coord(2 * i)));
+      keep[i] = row[i] < t.rows;
+    }
+    // Column offset of gate value k from the thread's first (a constant).
+    auto dc = [&](int k) {
+      return inter_column<W>(static_cast<int>(cute::get<1>(coord(gate_value<W>(k)))) - c0);
     };
-    auto at = [&](int k) {
-      return int64_t{row_of(k)} * cols + col0 +
-             inter_column<W>(static_cast<int>(cute::get<1>(coord(gate_value<W>(k)))));
+    // act(bf16(gate) + bias, bf16(up) + bias) of gate values k, k + 1, the gate and up pairs
+    // rounded to bf16 together; gb, ub: the pair's gate and up biases (unused without kBias).
+    auto act_pair = [&](int k, float2 gb, float2 ub) {
+      const int v = gate_value<W>(k);
+      const float2 g = __bfloat1622float2(__float22bfloat162_rn(make_float2(acc(v), acc(v + 1))));
+      const float2 u = __bfloat1622float2(
+          __float22bfloat162_rn(make_float2(acc(v + W / 2), acc(v + W / 2 + 1))));
+      if constexpr (kBias)  // not + 0.0f when there is none: that would turn a -0 into +0
+        return make_float2(activate<A>(g.x + gb.x, u.x + ub.x),
+                           activate<A>(g.y + gb.y, u.y + ub.y));
+      else
+        return make_float2(activate<A>(g.x, u.x), activate<A>(g.y, u.y));
+    };
+    // The biases of column pair j (gate values 4j + 2i, 4j + 2i + 1 of either row i).
+    auto bias_of = [&](int j, float2& gb, float2& ub) {
+      if constexpr (kBias) {
+        const float* b = t.bias + first + dc(4 * j);
+        gb = make_float2(b[0], b[1]);
+        ub = make_float2(b[cols], b[cols + 1]);
+      }
     };
     if (act_.format == ActFormat::kBF16) {
-      auto* o = static_cast<__nv_bfloat16*>(t.out);
+      auto* const o = static_cast<__nv_bfloat16*>(t.out);
+      char* base[2];
       CUTLASS_PRAGMA_UNROLL
-      for (int k = 0; k < kHalf; k += 2) {
-        if (row_of(k) < t.rows) {
-          *reinterpret_cast<__nv_bfloat162*>(o + at(k)) =
-              __floats2bfloat162_rn(act_value<A, W>(t, acc, coord, gate_value<W>(k)),
-                                    act_value<A, W>(t, acc, coord, gate_value<W>(k) + 1));
+      for (int i = 0; i < 2; ++i)
+        base[i] = reinterpret_cast<char*>(o + int64_t{row[i]} * cols + first);
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kHalf / 4; ++j) {
+        float2 gb{}, ub{};
+        bias_of(j, gb, ub);
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < 2; ++i) {
+          const float2 y = act_pair(4 * j + 2 * i, gb, ub);
+          store_pair_if(keep[i], base[i] + 2 * dc(4 * j), __floats2bfloat162_rn(y.x, y.y));
         }
       }
       return;
     }
 
-    // 1x128 blocks: the thread's two rows (flat bit 1), amax over the quad that shares them.
-    // Rows past the group's end take no part (their accumulators are the mainloop's zero-filled
-    // rows, but the pass never sees them either).
+    // 1x128 blocks: the thread's two rows, amax over the quad that shares them. Rows past the
+    // group's end take no part (their accumulators are the mainloop's zero-filled rows, but the
+    // pass never sees them either).
     float y[kHalf];
     float amax[2] = {0.0f, 0.0f};
     CUTLASS_PRAGMA_UNROLL
-    for (int k = 0; k < kHalf; ++k) {  // gate_value<W>(k)'s row bit is k's
-      y[k] = act_value<A, W>(t, acc, coord, gate_value<W>(k));
-      if (row_of(k) < t.rows) amax[(k >> 1) & 1] = quant::max_nan(amax[(k >> 1) & 1], fabsf(y[k]));
+    for (int j = 0; j < kHalf / 4; ++j) {
+      float2 gb{}, ub{};
+      bias_of(j, gb, ub);
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < 2; ++i) {
+        const int k = 4 * j + 2 * i;
+        const float2 p = act_pair(k, gb, ub);
+        y[k] = p.x;
+        y[k + 1] = p.y;
+        if (keep[i]) amax[i] = quant::max_nan(quant::max_nan(amax[i], fabsf(p.x)), fabsf(p.y));
+      }
     }
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
@@ -443,35 +482,39 @@ struct ActEpilogue : Base {
       inv[i] = 1.0f / scale[i];
     }
     if (act_.format == ActFormat::kFP8Block128) {
-      auto* o = static_cast<uint8_t*>(t.out);
+      auto* const o = static_cast<uint8_t*>(t.out);
+      char* base[2];
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < 2; ++i)
+        base[i] = reinterpret_cast<char*>(o + int64_t{row[i]} * cols + first);
       CUTLASS_PRAGMA_UNROLL
       for (int k = 0; k < kHalf; k += 2) {
         const int i = (k >> 1) & 1;
-        if (row_of(k) < t.rows) {
-          const uint16_t lo = quant::to_e4m3(y[k] * inv[i]);
-          const uint16_t hi = quant::to_e4m3(y[k + 1] * inv[i]);
-          *reinterpret_cast<uint16_t*>(o + at(k)) = static_cast<uint16_t>(lo | (hi << 8));
-        }
+        const uint16_t lo = quant::to_e4m3(y[k] * inv[i]);
+        const uint16_t hi = quant::to_e4m3(y[k + 1] * inv[i]);
+        store_u16_if(keep[i], base[i] + dc(k), static_cast<uint16_t>(lo | (hi << 8)));
       }
       if ((threadIdx.x & 3) == 0) {  // a_block_scale_index within the group's block
         float* s = act_.ptr_scale[t.group] + int64_t{t.block} * t.rows;
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < 2; ++i) {
-          if (row_of(2 * i) < t.rows) s[row_of(2 * i)] = scale[i];
+          if (keep[i]) s[row[i]] = scale[i];
         }
       }
       return;
     }
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
-    auto* o = static_cast<__nv_bfloat16*>(t.out);
+    auto* const o = static_cast<__nv_bfloat16*>(t.out);
+    char* base[2];
+    CUTLASS_PRAGMA_UNROLL
+    for (int i = 0; i < 2; ++i)
+      base[i] = reinterpret_cast<char*>(o + int64_t{row[i]} * cols + first);
     CUTLASS_PRAGMA_UNROLL
     for (int k = 0; k < kHalf; k += 2) {
       const int i = (k >> 1) & 1;
-      if (row_of(k) < t.rows) {
-        const float a = quant::from_e4m3(quant::to_e4m3(y[k] * inv[i])) * scale[i];
-        const float b = quant::from_e4m3(quant::to_e4m3(y[k + 1] * inv[i])) * scale[i];
-        *reinterpret_cast<__nv_bfloat162*>(o + at(k)) = __floats2bfloat162_rn(a, b);
-      }
+      const float a = quant::from_e4m3(quant::to_e4m3(y[k] * inv[i])) * scale[i];
+      const float b = quant::from_e4m3(quant::to_e4m3(y[k + 1] * inv[i])) * scale[i];
+      store_pair_if(keep[i], base[i] + 2 * dc(k), __floats2bfloat162_rn(a, b));
     }
   }
 
