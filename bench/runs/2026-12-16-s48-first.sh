@@ -8,14 +8,15 @@
 #      stop 3), the layer fused and not at 4096 and 8192 tokens (session 47's H100: stop 3 fused
 #      2750.1, alone 2485.2 us); the same four rows of deepseek-v3 fp8_block128 at 8192 tokens;
 #      then a second round of both while the budget lasts.
-# The whole GPU suite is the next call's (2026-12-16-s48-suite.sh), on the warm machine.
-# Prediction: q235 int4 GEMM1 fused ~100 us faster at 8192 on an H100 (~2650 us), the layer
+#   3. the whole GPU suite with what is left (~245 s on an H100; 2026-12-16-s48-suite.sh runs it
+#      alone if this call is cut short).
+# Prediction: suite 160/160; q235 int4 GEMM1 fused ~100 us faster at 8192 on an H100 (~2650 us), the layer
 # 1.5-2% ahead of the pass; deepseek-v3 fp8 GEMM1 fused ~1% faster than before (the 128x256
 # store lost its spills and ~44% of its instructions; its epilogue is ~3% of a 62 us tile).
-# Device (carry [".deps"], ~8 min): SERVEKIT_COMMIT=<sha> BUDGET_S=450 bash bench/runs/2026-12-16-s48-first.sh
+# Device (carry [".deps"], ~10 min with the start): SERVEKIT_COMMIT=<sha> BUDGET_S=580 bash bench/runs/2026-12-16-s48-first.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
-BUDGET_S=${BUDGET_S:-450}
+BUDGET_S=${BUDGET_S:-580}
 B=build
 work_dir first
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
@@ -34,4 +35,5 @@ for round in 0 1; do
   bench_row "ds-fused-$round" -- "${ds[@]}"
   bench_row "ds-pass-$round" SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
 done
+gpu_suite $(($(left) - 10))
 say done
