@@ -428,30 +428,33 @@ struct ActEpilogue : Base {
       else
         return make_float2(activate<A>(g.x, u.x), activate<A>(g.y, u.y));
     };
-    // The biases of column pair j (gate values 4j + 2i, 4j + 2i + 1 of either row i).
-    auto bias_of = [&](int j, float2& gb, float2& ub) {
-      if constexpr (kBias) {
-        const float* b = t.bias + first + dc(4 * j);
-        gb = make_float2(b[0], b[1]);
-        ub = make_float2(b[cols], b[cols + 1]);
-      }
-    };
-    if (act_.format == ActFormat::kBF16) {
-      auto* const o = static_cast<__nv_bfloat16*>(t.out);
-      char* base[2];
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < 2; ++i)
-        base[i] = reinterpret_cast<char*>(o + int64_t{row[i]} * cols + first);
+    // f(k, i, y) for each pair of gate values k, k + 1 (row i) and its activations y; the
+    // biases of column pair j (gate values 4j + 2i, 4j + 2i + 1 of either row i) read once.
+    auto each_pair = [&](auto&& f) {
       CUTLASS_PRAGMA_UNROLL
       for (int j = 0; j < kHalf / 4; ++j) {
         float2 gb{}, ub{};
-        bias_of(j, gb, ub);
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < 2; ++i) {
-          const float2 y = act_pair(4 * j + 2 * i, gb, ub);
-          store_pair_if(keep[i], base[i] + 2 * dc(4 * j), __floats2bfloat162_rn(y.x, y.y));
+        if constexpr (kBias) {
+          const float* b = t.bias + first + dc(4 * j);
+          gb = make_float2(b[0], b[1]);
+          ub = make_float2(b[cols], b[cols + 1]);
         }
+        CUTLASS_PRAGMA_UNROLL
+        for (int i = 0; i < 2; ++i) f(4 * j + 2 * i, i, act_pair(4 * j + 2 * i, gb, ub));
       }
+    };
+    // Where the thread's two rows' first columns lie in an output of `bytes`-byte elements.
+    auto row_bases = [&](int bytes, char*(&base)[2]) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int i = 0; i < 2; ++i)
+        base[i] = static_cast<char*>(t.out) + (int64_t{row[i]} * cols + first) * bytes;
+    };
+    char* base[2];
+    if (act_.format == ActFormat::kBF16) {
+      row_bases(2, base);
+      each_pair([&](int k, int i, float2 y) {
+        store_pair_if(keep[i], base[i] + 2 * dc(k), __floats2bfloat162_rn(y.x, y.y));
+      });
       return;
     }
 
@@ -460,19 +463,11 @@ struct ActEpilogue : Base {
     // pass never sees them either).
     float y[kHalf];
     float amax[2] = {0.0f, 0.0f};
-    CUTLASS_PRAGMA_UNROLL
-    for (int j = 0; j < kHalf / 4; ++j) {
-      float2 gb{}, ub{};
-      bias_of(j, gb, ub);
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < 2; ++i) {
-        const int k = 4 * j + 2 * i;
-        const float2 p = act_pair(k, gb, ub);
-        y[k] = p.x;
-        y[k + 1] = p.y;
-        if (keep[i]) amax[i] = quant::max_nan(quant::max_nan(amax[i], fabsf(p.x)), fabsf(p.y));
-      }
-    }
+    each_pair([&](int k, int i, float2 p) {
+      y[k] = p.x;
+      y[k + 1] = p.y;
+      if (keep[i]) amax[i] = quant::max_nan(quant::max_nan(amax[i], fabsf(p.x)), fabsf(p.y));
+    });
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < 2; ++i) {
@@ -482,11 +477,7 @@ struct ActEpilogue : Base {
       inv[i] = 1.0f / scale[i];
     }
     if (act_.format == ActFormat::kFP8Block128) {
-      auto* const o = static_cast<uint8_t*>(t.out);
-      char* base[2];
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < 2; ++i)
-        base[i] = reinterpret_cast<char*>(o + int64_t{row[i]} * cols + first);
+      row_bases(1, base);
       CUTLASS_PRAGMA_UNROLL
       for (int k = 0; k < kHalf; k += 2) {
         const int i = (k >> 1) & 1;
@@ -504,11 +495,7 @@ struct ActEpilogue : Base {
       return;
     }
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
-    auto* const o = static_cast<__nv_bfloat16*>(t.out);
-    char* base[2];
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < 2; ++i)
-      base[i] = reinterpret_cast<char*>(o + int64_t{row[i]} * cols + first);
+    row_bases(2, base);
     CUTLASS_PRAGMA_UNROLL
     for (int k = 0; k < kHalf; k += 2) {
       const int i = (k >> 1) & 1;
