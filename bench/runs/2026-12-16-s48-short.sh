@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Session 48, the one call that 14 refused starts left room for (~480 s of device time, any card):
+# the GPU tests that the swap-AB and 128x256 fused stores (sm90_act_epilogue.cuh) and
+# activation_math.cuh's one_plus_exp reach, then the stop rows of 2026-12-16-s48-first.sh.
+#   1. every fused-activation test (bit for bit against the pass: every tile, three activations,
+#      with and without a bias, bf16 / e4m3 / e4m3-as-bf16), the static path's format tests (its
+#      GEMM1 epilogue activates), the layer tests, the activation pass's (MoEQuantCuda), the
+#      cuBLAS peer's and the layer's quant cases: ~160 s of the suite's ~245;
+#   2. qwen3-235b int4 and deepseek-v3 fp8_block128 at 8192 tokens, GEMM1 with the activation
+#      (stop 3) and alone (the pass's stop 3), while the budget lasts.
+# Prediction: all pass; q235 GEMM1 fused ~2650 us on an H100 (2750.1 before), the fused-store
+# overhead over GEMM1 alone down from ~265 to ~165 us; deepseek-v3's ~1% smaller.
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=330 bash bench/runs/2026-12-16-s48-short.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-330}
+B=build
+work_dir short
+say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+build_tests "$W/build.log"
+gtest_run act "$B" '*FusedActivation*:Formats/StaticMoECuda.*:MoECuda.*:MoEQuantCuda.*:CublasPeer.*:AllFormats/MoECudaQuant.*' $(($(left) - 45))
+q235=(--preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform --path dynamic --tokens 8192)
+ds=(--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 8192)
+bench_row stop3-fused SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
+bench_row stop3-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
+bench_row ds-stop3-fused SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+bench_row ds-stop3-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+say done
