@@ -4,7 +4,7 @@
 // the gpt-oss clamps compare instead of calling fminf / fmaxf, which would return the limit, and
 // relu keeps a NaN instead of returning 0.
 //
-// The sigmoids use the hardware's approximate exp2 and reciprocal (__expf's ex2, __fdividef: a few
+// The sigmoids use the hardware's approximate exp2 and reciprocal (__expf, __fdividef: a few
 // ulp of fp32, ~1e-6 relative) instead of the IEEE expf and division (~30 instructions per
 // element together). Every caller rounds the result to bf16 (2^-9 relative) or e4m3 right after,
 // so the difference is below the output's own rounding; the dynamic path's activation pass is
@@ -18,28 +18,17 @@
 
 namespace servekit::cuda {
 
-// 1 + e^x, bit for bit 1.0f + __expf(x): __expf is ex2.approx.f32 of x * log2(e) (one fp32
-// multiply), with four instructions that keep its results below 2^-126 as denormals. The
-// flush-to-zero ex2 returns 0 for those instead (and takes a denormal input as 0, whose exp2 rounds
-// to 1 either way), and against 1 both vanish: the same sum, four instructions fewer. The
-// sigmoids below are all of this form.
-__device__ __forceinline__ float one_plus_exp(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
-  return 1.0f + y;
-}
-
 template <Activation A>
 __device__ __forceinline__ float activate(float g, float u) {
   if constexpr (A == Activation::kSwiGLU) {
-    return __fdividef(g, one_plus_exp(-g)) * u;
+    return __fdividef(g, 1.0f + __expf(-g)) * u;
   } else if constexpr (A == Activation::kGeGLU) {
     return 0.5f * g * (1.0f + erff(g * 0.70710678118654752f)) * u;  // erf form
   } else if constexpr (A == Activation::kSwiGLUOAI) {
     constexpr float kLimit = kSwiGLUOAILimit;
     const float gc = g > kLimit ? kLimit : g;
     const float uc = u > kLimit ? kLimit : (u < -kLimit ? -kLimit : u);
-    return (uc + 1.0f) * __fdividef(gc, one_plus_exp(-kSwiGLUOAIAlpha * gc));
+    return (uc + 1.0f) * __fdividef(gc, 1.0f + __expf(-kSwiGLUOAIAlpha * gc));
   } else {  // kReLU2: not gated, u unused
     return g > 0.0f ? g * g : (g == g ? 0.0f : g);
   }

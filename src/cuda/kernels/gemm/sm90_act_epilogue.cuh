@@ -266,25 +266,16 @@ struct ActEpilogue : Base {
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
-    if (bias == nullptr)
-      return store_swap_act<false, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
-    return store_swap_act<true, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
-  }
-
-  // The activation picked once per tile, not per value.
-  template <bool kBias, int kValues, int kUp, class AccTensor, class CoordTensor>
-  CUTLASS_DEVICE void store_swap_act(void* out, int col0, int tokens, int tok0, const float* bias,
-                                     AccTensor const& acc, CoordTensor const& coord) const {
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        return store_swap<Activation::kSwiGLU, kBias, kValues, kUp>(out, col0, tokens, tok0, bias,
-                                                                    acc, coord);
+        return store_swap<Activation::kSwiGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
+                                                             coord);
       case Activation::kGeGLU:
-        return store_swap<Activation::kGeGLU, kBias, kValues, kUp>(out, col0, tokens, tok0, bias,
-                                                                   acc, coord);
+        return store_swap<Activation::kGeGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
+                                                            coord);
       default:  // kSwiGLUOAI
-        return store_swap<Activation::kSwiGLUOAI, kBias, kValues, kUp>(out, col0, tokens, tok0,
-                                                                       bias, acc, coord);
+        return store_swap<Activation::kSwiGLUOAI, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
+                                                                coord);
     }
   }
 
@@ -293,62 +284,39 @@ struct ActEpilogue : Base {
   // lane four apart (threadIdx bit 2) holds row r ^ 1 (the next column) of the same tokens.
   // The lane with r even keeps token t and receives its partner's (t, r + 1); the other keeps
   // token t + 1 and receives (t + 1, r - 1): each stores one bf16 pair of one token.
-  // A thread's gate values lie on the m64 atom's two rows of the thread, coord(0)'s and coord(2)'s
-  // (8 further), or on the first only where the second is the up row (kAtomPairs). Their columns
-  // and biases are read once (the stores could alias the bias for all the compiler knows, so it
-  // reloaded them per pair), and each store's address is the pair's start in the lane's first
-  // token row plus a compile-time number of rows (coord's thread part cancels).
-  template <Activation A, bool kBias, int kValues, int kUp, class AccTensor, class CoordTensor>
+  template <Activation A, int kValues, int kUp, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_swap(void* out, int col0, int tokens, int tok0, const float* bias,
                                  AccTensor const& acc, CoordTensor const& coord) const {
     const int cols = act_.cols;
+    auto* o = static_cast<__nv_bfloat16*>(out);
     const bool odd = (threadIdx.x >> 2) & 1;
-    const int first = tok0 + static_cast<int>(cute::get<1>(coord(0))) + (odd ? 1 : 0);
-    const int left = tokens - first;  // tokens of the group from this lane's first one
-    auto* const row = static_cast<__nv_bfloat16*>(out) + int64_t{first} * cols;
-    constexpr int kRowsHeld = kAtomPairs ? 1 : 2;
-    char* base[kRowsHeld];  // where this lane's pairs of its first token start
-    float gb[kRowsHeld], ub[kRowsHeld];
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < kRowsHeld; ++i) {
-      const int c = col0 + inter_column<kInterleave>(static_cast<int>(cute::get<0>(coord(2 * i))));
-      gb[i] = kBias ? bias[c] : 0.0f;
-      ub[i] = kBias ? bias[cols + c] : 0.0f;
-      base[i] = reinterpret_cast<char*>(row + (odd ? c - 1 : c));
-    }
     CUTLASS_PRAGMA_UNROLL
     for (int v = 0; v < kValues; v += 2) {
       if (kAtomPairs && (v & 2) != 0) continue;  // an up row's values
-      const int i = kAtomPairs ? 0 : (v >> 1) & 1;
-      // bf16(gate) and bf16(up) of tokens t, t + 1, rounded in pairs.
-      const float2 g = __bfloat1622float2(__float22bfloat162_rn(make_float2(acc(v), acc(v + 1))));
-      const float2 u =
-          __bfloat1622float2(__float22bfloat162_rn(make_float2(acc(v + kUp), acc(v + kUp + 1))));
-      float a, b;
-      if constexpr (kBias) {  // not + 0.0f when there is none: that would turn a -0 into +0
-        a = activate<A>(g.x + gb[i], u.x + ub[i]);
-        b = activate<A>(g.y + gb[i], u.y + ub[i]);
-      } else {
-        a = activate<A>(g.x, u.x);
-        b = activate<A>(g.y, u.y);
+      const int r = static_cast<int>(cute::get<0>(coord(v)));
+      const int c = col0 + inter_column<kInterleave>(r);
+      float gb = 0.0f, ub = 0.0f;
+      if (bias != nullptr) {
+        gb = bias[c];
+        ub = bias[cols + c];
       }
+      auto value = [&](int i) {
+        float g = __bfloat162float(__float2bfloat16_rn(acc(i)));
+        float u = __bfloat162float(__float2bfloat16_rn(acc(i + kUp)));
+        if (bias != nullptr) {  // not + 0.0f: that would turn a -0 into +0
+          g += gb;
+          u += ub;
+        }
+        return activate<A>(g, u);
+      };
+      const float a = value(v), b = value(v + 1);
       const float recv = __shfl_xor_sync(0xffffffffu, odd ? a : b, 4);
-      const __nv_bfloat162 pair =
-          odd ? __floats2bfloat162_rn(recv, b) : __floats2bfloat162_rn(a, recv);
-      const int dt = static_cast<int>(cute::get<1>(coord(v))) -
-                     static_cast<int>(cute::get<1>(coord(0)));  // a constant
-      store_pair_if(dt < left, base[i] + int64_t{cols} * (2 * dt), pair);
+      const int token = tok0 + static_cast<int>(cute::get<1>(coord(odd ? v + 1 : v)));
+      if (token < tokens) {
+        *reinterpret_cast<__nv_bfloat162*>(o + int64_t{token} * cols + (odd ? c - 1 : c)) =
+            odd ? __floats2bfloat162_rn(recv, b) : __floats2bfloat162_rn(a, recv);
+      }
     }
-  }
-
-  // A predicated 4-byte global store: no branch around it (a branch cost three instructions a
-  // store in the swap store above).
-  static CUTLASS_DEVICE void store_pair_if(bool pred, char* p, __nv_bfloat162 v) {
-    const uint32_t bits = *reinterpret_cast<const uint32_t*>(&v);
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p st.global.cg.b32 [%0], %1;\n}\n" ::"l"(p),
-        "r"(bits), "r"(static_cast<int>(pred))
-        : "memory");
   }
 
   struct Tile {
@@ -372,102 +340,68 @@ struct ActEpilogue : Base {
     return c / (2 * W) * W + c % (2 * W);
   }
 
-  // The 128x256 tile's store, with or without the w13 bias.
+  // act(bf16(gate) + bias, bf16(up) + bias) of the gate flat value v: gate is acc(v), up
+  // acc(v + W / 2), at intermediate column inter_column<W>(coord(v)) of the 128-column block.
+  template <Activation A, int W, class AccTensor, class CoordTensor>
+  CUTLASS_DEVICE float act_value(Tile const& t, AccTensor const& acc, CoordTensor const& coord,
+                                 int v) const {
+    float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
+    float u = __bfloat162float(__float2bfloat16_rn(acc(v + W / 2)));
+    if (t.bias != nullptr) {
+      const int c = t.block * 128 + inter_column<W>(static_cast<int>(cute::get<1>(coord(v))));
+      g += t.bias[c];
+      u += t.bias[act_.cols + c];
+    }
+    return activate<A>(g, u);
+  }
+
+  // The 128x256 tile's store.
   template <Activation A, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile_w(Tile const& t, AccTensor const& acc,
                                    CoordTensor const& coord) const {
-    if (t.bias == nullptr) return store_tile<A, kInterleave, false>(t, acc, coord);
-    return store_tile<A, kInterleave, true>(t, acc, coord);
+    return store_tile<A, kInterleave>(t, acc, coord);
   }
 
-  // A predicated 2-byte global store (an e4m3 pair), as store_pair_if.
-  static CUTLASS_DEVICE void store_u16_if(bool pred, char* p, uint16_t v) {
-    asm volatile(
-        "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p st.global.cg.b16 [%0], %1;\n}\n" ::"l"(p),
-        "h"(v), "r"(static_cast<int>(pred))
-        : "memory");
-  }
-
-  // A thread holds two rows of the tile (flat value bit 1: the atom's rows r and r + 8) and, in
-  // each, gate values k, k + 1 (k even; flat v = gate_value<W>(k), v + 1) at intermediate columns
-  // c, c + 1 of the block, c = c0 + 8 (k / 4) where c0 = coord(0)'s column (< 8; inter_column is
-  // linear past it). So the 16 column pairs' biases serve both rows and are read once (the stores
-  // could alias the bias for all the compiler knows, so it reloaded them per value), and each
-  // store's address is one of two row pointers plus a compile-time offset (coord's thread part
-  // cancels). bf16 computes and stores a pair per step; the e4m3 formats keep the 64 activated
-  // values for the 1x128 amax (the gate and up accumulators each value consumes are dead after
-  // it, so the peak stays near the 128 accumulators).
-  template <Activation A, int W, bool kBias, class AccTensor, class CoordTensor>
+  // Gate values k, k + 1 (k even; flat v = gate_value<W>(k), v + 1) are intermediate columns c,
+  // c + 1 of one row. bf16 computes and stores a pair per step; the e4m3 formats keep the 64
+  // activated values for the 1x128 amax (the gate and up accumulators each value consumes are
+  // dead after it, so the peak stays near the 128 accumulators).
+  template <Activation A, int W, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
                                  CoordTensor const& coord) const {
     constexpr int kHalf = 64;  // gate values per thread
     const int cols = act_.cols;
-    const int c0 = static_cast<int>(cute::get<1>(coord(0)));
-    const int first = t.block * 128 + c0;  // the thread's first intermediate column
-    int row[2];
-    bool keep[2];  // rows past the group's end are not written
-    CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < 2; ++i) {
-      row[i] = t.row0 + static_cast<int>(cute::get<0>(coord(2 * i)));
-      keep[i] = row[i] < t.rows;
-    }
-    // Column offset of gate value k from the thread's first (a constant).
-    auto dc = [&](int k) {
-      return inter_column<W>(static_cast<int>(cute::get<1>(coord(gate_value<W>(k)))) - c0);
+    const int col0 = t.block * 128;
+    auto row_of = [&](int k) {
+      return t.row0 + static_cast<int>(cute::get<0>(coord(gate_value<W>(k))));
     };
-    // act(bf16(gate) + bias, bf16(up) + bias) of gate values k, k + 1, the gate and up pairs
-    // rounded to bf16 together; gb, ub: the pair's gate and up biases (unused without kBias).
-    auto act_pair = [&](int k, float2 gb, float2 ub) {
-      const int v = gate_value<W>(k);
-      const float2 g = __bfloat1622float2(__float22bfloat162_rn(make_float2(acc(v), acc(v + 1))));
-      const float2 u = __bfloat1622float2(
-          __float22bfloat162_rn(make_float2(acc(v + W / 2), acc(v + W / 2 + 1))));
-      if constexpr (kBias)  // not + 0.0f when there is none: that would turn a -0 into +0
-        return make_float2(activate<A>(g.x + gb.x, u.x + ub.x),
-                           activate<A>(g.y + gb.y, u.y + ub.y));
-      else
-        return make_float2(activate<A>(g.x, u.x), activate<A>(g.y, u.y));
+    auto at = [&](int k) {
+      return int64_t{row_of(k)} * cols + col0 +
+             inter_column<W>(static_cast<int>(cute::get<1>(coord(gate_value<W>(k)))));
     };
-    // f(k, i, y) for each pair of gate values k, k + 1 (row i) and its activations y; the
-    // biases of column pair j (gate values 4j + 2i, 4j + 2i + 1 of either row i) read once.
-    auto each_pair = [&](auto&& f) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int j = 0; j < kHalf / 4; ++j) {
-        float2 gb{}, ub{};
-        if constexpr (kBias) {
-          const float* b = t.bias + first + dc(4 * j);
-          gb = make_float2(b[0], b[1]);
-          ub = make_float2(b[cols], b[cols + 1]);
-        }
-        CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < 2; ++i) f(4 * j + 2 * i, i, act_pair(4 * j + 2 * i, gb, ub));
-      }
-    };
-    // Where the thread's two rows' first columns lie in an output of `bytes`-byte elements.
-    auto row_bases = [&](int bytes, char*(&base)[2]) {
-      CUTLASS_PRAGMA_UNROLL
-      for (int i = 0; i < 2; ++i)
-        base[i] = static_cast<char*>(t.out) + (int64_t{row[i]} * cols + first) * bytes;
-    };
-    char* base[2];
     if (act_.format == ActFormat::kBF16) {
-      row_bases(2, base);
-      each_pair([&](int k, int i, float2 y) {
-        store_pair_if(keep[i], base[i] + 2 * dc(k), __floats2bfloat162_rn(y.x, y.y));
-      });
+      auto* o = static_cast<__nv_bfloat16*>(t.out);
+      CUTLASS_PRAGMA_UNROLL
+      for (int k = 0; k < kHalf; k += 2) {
+        if (row_of(k) < t.rows) {
+          *reinterpret_cast<__nv_bfloat162*>(o + at(k)) =
+              __floats2bfloat162_rn(act_value<A, W>(t, acc, coord, gate_value<W>(k)),
+                                    act_value<A, W>(t, acc, coord, gate_value<W>(k) + 1));
+        }
+      }
       return;
     }
 
-    // 1x128 blocks: the thread's two rows, amax over the quad that shares them. Rows past the
-    // group's end take no part (their accumulators are the mainloop's zero-filled rows, but the
-    // pass never sees them either).
+    // 1x128 blocks: the thread's two rows (flat bit 1), amax over the quad that shares them.
+    // Rows past the group's end take no part (their accumulators are the mainloop's zero-filled
+    // rows, but the pass never sees them either).
     float y[kHalf];
     float amax[2] = {0.0f, 0.0f};
-    each_pair([&](int k, int i, float2 p) {
-      y[k] = p.x;
-      y[k + 1] = p.y;
-      if (keep[i]) amax[i] = quant::max_nan(quant::max_nan(amax[i], fabsf(p.x)), fabsf(p.y));
-    });
+    CUTLASS_PRAGMA_UNROLL
+    for (int k = 0; k < kHalf; ++k) {  // gate_value<W>(k)'s row bit is k's
+      y[k] = act_value<A, W>(t, acc, coord, gate_value<W>(k));
+      if (row_of(k) < t.rows) amax[(k >> 1) & 1] = quant::max_nan(amax[(k >> 1) & 1], fabsf(y[k]));
+    }
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < 2; ++i) {
@@ -477,31 +411,35 @@ struct ActEpilogue : Base {
       inv[i] = 1.0f / scale[i];
     }
     if (act_.format == ActFormat::kFP8Block128) {
-      row_bases(1, base);
+      auto* o = static_cast<uint8_t*>(t.out);
       CUTLASS_PRAGMA_UNROLL
       for (int k = 0; k < kHalf; k += 2) {
         const int i = (k >> 1) & 1;
-        const uint16_t lo = quant::to_e4m3(y[k] * inv[i]);
-        const uint16_t hi = quant::to_e4m3(y[k + 1] * inv[i]);
-        store_u16_if(keep[i], base[i] + dc(k), static_cast<uint16_t>(lo | (hi << 8)));
+        if (row_of(k) < t.rows) {
+          const uint16_t lo = quant::to_e4m3(y[k] * inv[i]);
+          const uint16_t hi = quant::to_e4m3(y[k + 1] * inv[i]);
+          *reinterpret_cast<uint16_t*>(o + at(k)) = static_cast<uint16_t>(lo | (hi << 8));
+        }
       }
       if ((threadIdx.x & 3) == 0) {  // a_block_scale_index within the group's block
         float* s = act_.ptr_scale[t.group] + int64_t{t.block} * t.rows;
         CUTLASS_PRAGMA_UNROLL
         for (int i = 0; i < 2; ++i) {
-          if (keep[i]) s[row[i]] = scale[i];
+          if (row_of(2 * i) < t.rows) s[row_of(2 * i)] = scale[i];
         }
       }
       return;
     }
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
-    row_bases(2, base);
+    auto* o = static_cast<__nv_bfloat16*>(t.out);
     CUTLASS_PRAGMA_UNROLL
     for (int k = 0; k < kHalf; k += 2) {
       const int i = (k >> 1) & 1;
-      const float a = quant::from_e4m3(quant::to_e4m3(y[k] * inv[i])) * scale[i];
-      const float b = quant::from_e4m3(quant::to_e4m3(y[k + 1] * inv[i])) * scale[i];
-      store_pair_if(keep[i], base[i] + 2 * dc(k), __floats2bfloat162_rn(a, b));
+      if (row_of(k) < t.rows) {
+        const float a = quant::from_e4m3(quant::to_e4m3(y[k] * inv[i])) * scale[i];
+        const float b = quant::from_e4m3(quant::to_e4m3(y[k + 1] * inv[i])) * scale[i];
+        *reinterpret_cast<__nv_bfloat162*>(o + at(k)) = __floats2bfloat162_rn(a, b);
+      }
     }
   }
 
