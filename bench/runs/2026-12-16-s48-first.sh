@@ -13,6 +13,8 @@
 # Prediction: suite 160/160; q235 int4 GEMM1 fused ~100 us faster at 8192 on an H100 (~2650 us), the layer
 # 1.5-2% ahead of the pass; deepseek-v3 fp8 GEMM1 fused ~1% faster than before (the 128x256
 # store lost its spills and ~44% of its instructions; its epilogue is ~3% of a 62 us tile).
+# Not run in session 48 (no machine started). Main backs the stores out (4ab0bbb): first
+# `git merge s48-stores` (they come back on main), commit, then
 # Device (carry [".deps"], ~10 min with the start): SERVEKIT_COMMIT=<sha> BUDGET_S=520 bash bench/runs/2026-12-16-s48-first.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"

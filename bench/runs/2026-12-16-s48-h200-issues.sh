@@ -8,6 +8,7 @@
 # Prediction: issue 3's bf16 and fp8 rows within 1-2% of session 43's (qwen3-30b 2048 / 8192
 # 434.9 / 1210.3 us, deepseek-v3 fp8 8192 9133.5, bf16 8192 14226.9; the fp8 one ~1% faster with
 # the 128x256 store); issue 4's 4-bit static rows as session 43's.
+# Not run in session 48 (no machine started).
 # Device (carry [".deps"], ~6 min warm): SERVEKIT_COMMIT=<sha> BUDGET_S=420 bash bench/runs/2026-12-16-s48-h200-issues.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1

@@ -10,6 +10,7 @@
 #      (stop 3) and alone (the pass's stop 3), while the budget lasts.
 # Prediction: all pass; q235 GEMM1 fused ~2650 us on an H100 (2750.1 before), the fused-store
 # overhead over GEMM1 alone down from ~265 to ~165 us; deepseek-v3's ~1% smaller.
+# Not run in session 48 (no machine started); like the first call, it needs `git merge s48-stores`.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=330 bash bench/runs/2026-12-16-s48-short.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"

@@ -4,6 +4,7 @@
 # one_plus_exp is shared by the activation pass, the static path, the peer and the fused
 # epilogues, and sm90_act_epilogue.cuh's stores changed).
 # Prediction: 160/160.
+# Not run in session 48 (no machine started).
 # Device (carry [".deps"], ~5 min warm): SERVEKIT_COMMIT=<sha> BUDGET_S=330 bash bench/runs/2026-12-16-s48-suite.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
