@@ -503,6 +503,31 @@ TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);
 }
 
+// A run's groups on the device as the GEMM and the activation pass read them: the offsets [G + 1]
+// of `sizes`, and the group of each of `capacity` rows (rows past the last group in group 0).
+struct DeviceGroups {
+  DeviceArray<int32_t> offsets, row_group;
+  int num_groups;
+  int64_t total;  // rows in the groups
+  PlanBuffers plan() const {
+    PlanBuffers p;
+    p.num_groups = num_groups;
+    p.group_offsets = offsets.get();
+    p.row_group = row_group.get();
+    return p;
+  }
+};
+DeviceGroups device_groups(const std::vector<int>& sizes, int64_t capacity) {
+  std::vector<int32_t> offsets{0}, row_group;
+  for (size_t g = 0; g < sizes.size(); ++g) {
+    offsets.push_back(offsets.back() + sizes[g]);
+    row_group.insert(row_group.end(), static_cast<size_t>(sizes[g]), static_cast<int>(g));
+  }
+  row_group.resize(static_cast<size_t>(capacity), 0);
+  return {DeviceArray<int32_t>(offsets), DeviceArray<int32_t>(row_group),
+          static_cast<int>(sizes.size()), offsets.back()};
+}
+
 // A fused run against GEMM1 into D followed by the activation pass: the fused run wrote no D
 // (sm90_act_epilogue.cuh; every element of d_h keeps the poison), the same bytes in the first
 // `total` rows of the [rows, inter] intermediate (elements of `bytes` bytes), and its guard rows
@@ -564,18 +589,11 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         SCOPED_TRACE("activation " + std::to_string(static_cast<int>(act)) + " format " +
                      std::to_string(static_cast<int>(f)) + (with_bias ? " bias" : "") +
                      " first group " + std::to_string(sizes[0]));
-        std::vector<int32_t> offsets{0}, row_group;
-        for (size_t g = 0; g < sizes.size(); ++g) {
-          offsets.push_back(offsets.back() + sizes[g]);
-          row_group.insert(row_group.end(), static_cast<size_t>(sizes[g]), static_cast<int>(g));
-        }
-        row_group.resize(static_cast<size_t>(rows), 0);
-        const int64_t total = offsets.back();
-        DeviceArray<int32_t> d_off(offsets), d_row_group(row_group);
+        const DeviceGroups dg = device_groups(sizes, rows);
         DeviceArray<float> d_a_blocks(op == GemmOperand::kFP8Block128 ? grouped_a_scales(o, sizes)
                                                                       : std::vector<float>{});
         GroupedGemmOperands ops;
-        ops.group_offsets = d_off.get();
+        ops.group_offsets = dg.offsets.get();
         ops.a = d_a.get();
         ops.b = d_b.get();
         if (op == GemmOperand::kFP8Block128) {
@@ -588,13 +606,9 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         sc_pass.poison();
         ops.d = d_h.get();
         gemm->run(ops, nullptr);
-        PlanBuffers plan;
-        plan.num_groups = groups;
-        plan.group_offsets = d_off.get();
-        plan.row_group = d_row_group.get();
         const ActBuffers ab{out_pass.get(), sc_pass.get(), nullptr, nullptr};
-        launch_activation_quantize(f, act, d_h.get(), b13, inter, plan, rows, ab, nullptr, false,
-                                   interleave);
+        launch_activation_quantize(f, act, d_h.get(), b13, inter, dg.plan(), rows, ab, nullptr,
+                                   false, interleave);
         // The fused epilogue.
         out_fused.poison();
         sc_fused.poison();
@@ -606,10 +620,10 @@ void run_fused_activation_case(GemmOperand op, ActFormat f, Factory factory, int
         ops.act_out = nullptr;
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-        expect_fused_equals_pass(d_h, out_pass, out_fused, total, inter, bytes);
+        expect_fused_equals_pass(d_h, out_pass, out_fused, dg.total, inter, bytes);
         if (f == ActFormat::kFP8Block128) {
           const std::vector<float> ws = sc_pass.download(), gs = sc_fused.download();
-          for (size_t i = 0; i < static_cast<size_t>(total * kb); ++i)
+          for (size_t i = 0; i < static_cast<size_t>(dg.total * kb); ++i)
             ASSERT_EQ(std::memcmp(&ws[i], &gs[i], sizeof(float)), 0)
                 << "scale " << i << ": " << gs[i] << " vs " << ws[i];
         }
@@ -962,15 +976,9 @@ TEST(GroupedGemmCuda, W4A16FusedActivation) {
           SCOPED_TRACE(std::string(run.tile) + ", rows_hint " + std::to_string(run.hint) +
                        ", activation " + std::to_string(static_cast<int>(act)) +
                        (with_bias ? ", bias" : "") + ", first group " + std::to_string(sizes[0]));
-          std::vector<int32_t> offsets{0}, row_group;
-          for (size_t g = 0; g < sizes.size(); ++g) {
-            offsets.push_back(offsets.back() + sizes[g]);
-            row_group.insert(row_group.end(), static_cast<size_t>(sizes[g]), static_cast<int>(g));
-          }
-          row_group.resize(static_cast<size_t>(rows), 0);
-          DeviceArray<int32_t> d_off(offsets), d_row_group(row_group);
+          const DeviceGroups dg = device_groups(sizes, rows);
           GroupedGemmOperands ops;
-          ops.group_offsets = d_off.get();
+          ops.group_offsets = dg.offsets.get();
           ops.a = d_a.get();
           ops.b = d_b.get();
           ops.b_group_scale = d_s.get();
@@ -980,13 +988,9 @@ TEST(GroupedGemmCuda, W4A16FusedActivation) {
           out_pass.poison();
           ops.d = d_h.get();
           run.gemm->run(ops, nullptr);
-          PlanBuffers plan;
-          plan.num_groups = groups;
-          plan.group_offsets = d_off.get();
-          plan.row_group = d_row_group.get();
           const ActBuffers ab{out_pass.get(), nullptr, nullptr, nullptr};
-          launch_activation_quantize(ActFormat::kBF16, act, d_h.get(), b13, inter, plan, rows, ab,
-                                     nullptr, false, static_cast<int>(kW4A16Interleave));
+          launch_activation_quantize(ActFormat::kBF16, act, d_h.get(), b13, inter, dg.plan(), rows,
+                                     ab, nullptr, false, static_cast<int>(kW4A16Interleave));
           // The fused epilogue.
           out_fused.poison();
           d_h.poison();
@@ -994,7 +998,7 @@ TEST(GroupedGemmCuda, W4A16FusedActivation) {
           ops.act_bias = b13;
           run.gemm->run(ops, nullptr);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-          expect_fused_equals_pass(d_h, out_pass, out_fused, offsets.back(), inter, 2);
+          expect_fused_equals_pass(d_h, out_pass, out_fused, dg.total, inter, 2);
         }
     }
   }
