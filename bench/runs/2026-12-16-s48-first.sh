@@ -8,8 +8,8 @@
 #      stop 3), the layer fused and not at 4096 and 8192 tokens (session 47's H100: stop 3 fused
 #      2750.1, alone 2485.2 us); the same four rows of deepseek-v3 fp8_block128 at 8192 tokens;
 #      then a second round of both while the budget lasts.
-#   3. the whole GPU suite with what is left (~245 s on an H100; 2026-12-16-s48-suite.sh runs it
-#      alone if this call is cut short).
+#   3. the whole GPU suite with what is left (~245 s on an H100; 2026-12-16-s48-short.sh is the
+#      shorter call).
 # Prediction: suite 160/160; q235 int4 GEMM1 fused ~100 us faster at 8192 on an H100 (~2650 us), the layer
 # 1.5-2% ahead of the pass; deepseek-v3 fp8 GEMM1 fused ~1% faster than before (the 128x256
 # store lost its spills and ~44% of its instructions; its epilogue is ~3% of a 62 us tile).
