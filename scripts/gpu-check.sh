@@ -262,8 +262,10 @@ PY
   echo "total $(($(date +%s) - START))s; results in $OUT"
 } | tee "$OUT/summary.txt"
 
-# A missing compute-sanitizer is reported in the summary but is no failure of the code.
+# A missing compute-sanitizer is reported in the summary but is no failure of the code, nor is a
+# stage the caller skipped (RUN_TESTS=0 or sanitize); until session 49 a skipped test stage made
+# the exit status 1 with every stage that ran passing.
 for s in "${STAGES[@]}"; do
-  [[ $s =~ ^[a-z0-9-]+\ +(ok|missing)\  ]] || exit 1
+  [[ $s =~ ^[a-z0-9-]+\ +(ok|missing|skipped)\  ]] || exit 1
 done
 exit 0
