@@ -13,8 +13,8 @@
 # Not run in session 48 (no machine started); like the first call, it needs `git merge s48-stores`.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=330 bash bench/runs/2026-12-16-s48-short.sh
 # Session 49 ran it on its rebuild of the same stores (c052ccb; the branch was lost), with the
-# ~340 s of device time three refused or lost calls left: FILTER='*FusedActivation*:MoECuda.*'
-# ROWS_S=30 BUDGET_S=225.
+# ~340 s of device time three refused or lost calls left: its default FILTER, ROWS_S=30,
+# BUDGET_S=290.
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-330}
