@@ -12,9 +12,10 @@
 # overhead over GEMM1 alone down from ~265 to ~165 us; deepseek-v3's ~1% smaller.
 # Not run in session 48 (no machine started); like the first call, it needs `git merge s48-stores`.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=330 bash bench/runs/2026-12-16-s48-short.sh
-# Session 49 ran it on its rebuild of the same stores (c052ccb; the branch was lost), with the
-# ~340 s of device time three refused or lost calls left: its default FILTER, ROWS_S=30,
-# BUDGET_S=290.
+# Session 49 called it on its rebuild of the same stores (c052ccb; the branch was lost) with the
+# ~340 s of device time that refused and lost calls left (its default FILTER, ROWS_S=30,
+# BUDGET_S=290): refused, too little time to start a machine. Main now keeps the old stores;
+# the change is bench/runs/s49-stores.patch (2026-12-17-s49-stores-short.sh applies it).
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-330}

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Session 49, third try at the stores' call with ~520 s of device time left (the first try lost its
-# machine mid-call, two starts were refused): correctness first, no old tree.
+# machine mid-call, two starts were refused): correctness first, no old tree. Not run either:
+# the device time left was too little to start a machine. It applies bench/runs/s49-stores.patch
+# to the device's copy of the tree first (main keeps the GPU-checked stores until it has run).
 #   1. build this tree with tests on every core, then the whole GPU suite (every fused test: bit
 #      for bit against the pass on every fused tile, three activations, with and without a bias,
 #      bf16 / e4m3 / e4m3-as-bf16), boxed to end 20 s before the budget;
@@ -15,6 +17,7 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-370}
 work_dir s49-short
+patch -p1 <bench/runs/s49-stores.patch >/dev/null || { say "bench/runs/s49-stores.patch does not apply"; exit 1; }
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 build_tests "$W/build.log"
 t=$(($(left) - 20))

@@ -3,8 +3,9 @@
 # lost with its checkout): the swap-AB and 128x256 tiles' fused activation stores with one row
 # pointer per row and compile-time offsets, biases read once per column (pair), predicated
 # st.global.cg stores, the bias a compile-time choice per tile; one_plus_exp (ex2.approx.ftz).
-# One lease, both trees: this tree (new, with tests) and a copy with
-# bench/runs/s49-stores-off.patch applied (main before the change, a12e3a0's kernels).
+# The change is bench/runs/s49-stores.patch (main keeps the GPU-checked stores until it has run).
+# One lease, both trees: a copy of this tree with the patch applied (new, with tests) and this
+# tree (old: a12e3a0's kernels, built without tests).
 #   1. the whole GPU suite of the new tree (with every fused test: bit for bit against the pass on
 #      every fused tile, three activations, with and without a bias, bf16 / e4m3 /
 #      e4m3-as-bf16);
@@ -16,35 +17,38 @@
 # costs 95 and 284 us there. The new stores take ~40% of the epilogue's instructions and the fp8
 # kernel's mainloop spills (204 / 1212 bytes -> 8 / 20): ~30-50% of those costs, i.e. -30 to
 # -50 us and -80 to -140 us on GEMM1, the same on the layers.
+# Tried twice in session 49 (the first lost its machine mid-call, the second was refused), when
+# the tree held the change and a back-out patch built the old tree; since then main keeps the
+# old stores and the patch builds the new tree, as above. It has not run.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=500 bash bench/runs/2026-12-17-s49-stores.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-500}
 work_dir s49-stores
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-copy_tree /tmp/old-tree bench/runs/s49-stores-off.patch
-(cd /tmp/old-tree && env JOBS=8 BUILD_DIR=build-old SERVEKIT_WERROR=OFF scripts/build.sh \
-  -DSERVEKIT_TESTS=OFF >"$W/build-old.log" 2>&1; echo $? >"$W/build-old.rc") &
+copy_tree /tmp/new-tree bench/runs/s49-stores.patch
 # 8 jobs each, as build_beside: two heavy CUTLASS units at ~4 GB each per job.
 extra=()
 [[ -f /usr/include/gtest/gtest.h ]] || extra+=(-DGTEST_ROOT="$PWD/.deps/gtest")
-env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=ON "${extra[@]}" \
+(cd /tmp/new-tree && env JOBS=8 BUILD_DIR=build-new SERVEKIT_WERROR=OFF scripts/build.sh \
+  -DSERVEKIT_TESTS=ON "${extra[@]}" >"$W/build-new.log" 2>&1; echo $? >"$W/build-new.rc") &
+env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF \
   >"$W/build.log" 2>&1 || { say "build failed: $(tail -n 20 "$W/build.log")"; exit 1; }
-say "built"
+say "old built"
 wait
-say "old build rc=$(cat "$W/build-old.rc")"
-OLD=/tmp/old-tree/build-old/servekit
+say "new build rc=$(cat "$W/build-new.rc")"
+NEW=/tmp/new-tree/build-new
 # The first try (BUDGET_S=570: the fused tests, two rounds of rows, then the suite) lost its
 # machine mid-call; with ~700 s of device time left the order is now correctness first: the
 # whole suite (it holds every fused test), boxed to leave ~130 s for one round of rows.
-gpu_suite $(($(left) - 130 > 240 ? 240 : $(left) - 130))
+B=$NEW gpu_suite $(($(left) - 130 > 240 ? 240 : $(left) - 130))
 q235=(--preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform --path dynamic --tokens 8192)
 ds=(--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 8192)
-BIN=$OLD bench_row q235-stop3-old SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
-bench_row q235-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
-BIN=$OLD bench_row ds-stop3-old SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
-bench_row ds-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
-BIN=$OLD bench_row ds-old -- "${ds[@]}"
-bench_row ds-new -- "${ds[@]}"
-bench_row ds-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
+bench_row q235-stop3-old SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
+BIN=$NEW/servekit bench_row q235-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
+bench_row ds-stop3-old SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+BIN=$NEW/servekit bench_row ds-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+bench_row ds-old -- "${ds[@]}"
+BIN=$NEW/servekit bench_row ds-new -- "${ds[@]}"
+BIN=$NEW/servekit bench_row ds-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
 say done
