@@ -25,6 +25,9 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-500}
 work_dir s49-stores
+# The logs straight under OUT, as s48-short.sh: a call stopped at its limit runs no exit trap.
+W=$OUT/s49-stores
+mkdir -p "$W"
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 copy_tree /tmp/new-tree bench/runs/s49-stores.patch
 # 8 jobs each, as build_beside: two heavy CUTLASS units at ~4 GB each per job.
