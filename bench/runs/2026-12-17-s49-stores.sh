@@ -54,4 +54,8 @@ BIN=$NEW/servekit bench_row ds-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@
 bench_row ds-old -- "${ds[@]}"
 BIN=$NEW/servekit bench_row ds-new -- "${ds[@]}"
 BIN=$NEW/servekit bench_row ds-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
+# Padding (perf-notes, forty-ninth pass, Next 3): GEMM1 alone on the 128x256 tile (1.241x the
+# rows' work) and on the 64x128 ping-pong tile (~1.12x), main's build.
+bench_row ds-stop3-alone SERVEKIT_DYNAMIC_FUSED_ACT=0 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+bench_row ds-stop3-small SERVEKIT_GEMM_TILE=small SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
 say done
