@@ -16,10 +16,7 @@
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-370}
-work_dir s49-short
-# The logs straight under OUT, as s48-short.sh: a call stopped at its limit runs no exit trap.
-W=$OUT/s49-short
-mkdir -p "$W"
+work_dir_out s49-short
 patch -p1 <bench/runs/s49-stores.patch >/dev/null || { say "bench/runs/s49-stores.patch does not apply"; exit 1; }
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 build_tests "$W/build.log"

@@ -24,17 +24,12 @@
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-500}
-work_dir s49-stores
-# The logs straight under OUT, as s48-short.sh: a call stopped at its limit runs no exit trap.
-W=$OUT/s49-stores
-mkdir -p "$W"
+work_dir_out s49-stores
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 copy_tree /tmp/new-tree bench/runs/s49-stores.patch
 # 8 jobs each, as build_beside: two heavy CUTLASS units at ~4 GB each per job.
-extra=()
-[[ -f /usr/include/gtest/gtest.h ]] || extra+=(-DGTEST_ROOT="$PWD/.deps/gtest")
-(cd /tmp/new-tree && env JOBS=8 BUILD_DIR=build-new SERVEKIT_WERROR=OFF scripts/build.sh \
-  -DSERVEKIT_TESTS=ON "${extra[@]}" >"$W/build-new.log" 2>&1; echo $? >"$W/build-new.rc") &
+# (build_tests exits its subshell on failure: the status is taken outside it.)
+( (cd /tmp/new-tree && JOBS=8 B=build-new build_tests "$W/build-new.log"); echo $? >"$W/build-new.rc") &
 env JOBS=8 BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF \
   >"$W/build.log" 2>&1 || { say "build failed: $(tail -n 20 "$W/build.log")"; exit 1; }
 say "old built"

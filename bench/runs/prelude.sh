@@ -14,12 +14,13 @@ build_dev() {
     { tail -n 40 "$1"; exit 1; }
 }
 # build_tests LOG: B built with the tests (GoogleTest from the system, else .deps/gtest) on every
-# core; says "built", or ends the calling script with the log's tail. Needs say. Scripts of
-# session 43 on (session 42's, which spelt it out, are records of what ran).
+# core (JOBS, where set, instead: two builds side by side); says "built", or ends the calling
+# script (or subshell) with the log's tail. Needs say. Scripts of session 43 on (session 42's,
+# which spelt it out, are records of what ran).
 build_tests() {
   local extra=()
   [[ -f /usr/include/gtest/gtest.h ]] || extra+=(-DGTEST_ROOT="$PWD/.deps/gtest")
-  env JOBS="$(nproc)" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=ON \
+  env JOBS="${JOBS:-$(nproc)}" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=ON \
     "${extra[@]}" >"$1" 2>&1 || { say "build failed: $(tail -n 20 "$1")"; exit 1; }
   say "built"
 }
@@ -51,6 +52,13 @@ work_dir() {
   W=$(mktemp -d)
   WORK_NAME=$1
   trap 'tar -czf "$OUT/$WORK_NAME.tgz" -C "$W" . 2>/dev/null; cp "$W/$WORK_NAME.txt" "$OUT/$WORK_NAME.txt" 2>/dev/null' EXIT
+}
+# work_dir_out NAME: work_dir with W straight under OUT (OUT/NAME), so that its logs come back
+# from a call stopped at its limit, which runs no exit trap. Scripts of session 49 on.
+work_dir_out() {
+  work_dir "$1"
+  W=$OUT/$1
+  mkdir -p "$W"
 }
 say() { echo "$* at $(($(date +%s) - START))s" | tee -a "$W/$WORK_NAME.txt"; }
 left() { echo $((START + BUDGET_S - $(date +%s))); }
