@@ -191,8 +191,7 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
       // The swap-AB tile only where a run can take it (kAutoSwapFP8Block128, or forced).
       return std::make_unique<TileChoosingGemm>(
           shape, device, make_grouped_gemm_fp8_block128, make_grouped_gemm_fp8_block128_small_m,
-          kAutoSwapFP8Block128 || choice == GemmTileChoice::kSwap ||
-                  choice == GemmTileChoice::kPair
+          kAutoSwapFP8Block128 || choice == GemmTileChoice::kSwap || choice == GemmTileChoice::kPair
               ? make_grouped_gemm_fp8_block128_swap
               : nullptr,
           nullptr, choice, pair_pick);

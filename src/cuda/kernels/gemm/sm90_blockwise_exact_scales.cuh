@@ -21,8 +21,8 @@
 // base's.
 #pragma once
 
-#include <cutlass/cutlass.h>
 #include <cutlass/arch/barrier.h>
+#include <cutlass/cutlass.h>
 #include <cute/arch/copy_sm80.hpp>
 #include <cute/tensor.hpp>
 

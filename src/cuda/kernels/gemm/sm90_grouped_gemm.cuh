@@ -135,8 +135,9 @@ struct Sm90GroupedGemm {
 
   // 1x128 activation and 128x128 weight scale blocks, both MN-major (see the top of the file);
   // swapped, the weights are the kernel's M.
-  using ScaleConfig = cute::conditional_t<SwapAB, cutlass::detail::Sm90BlockwiseScaleConfig<128, 1, 128>,
-                                          cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128>>;
+  using ScaleConfig =
+      cute::conditional_t<SwapAB, cutlass::detail::Sm90BlockwiseScaleConfig<128, 1, 128>,
+                          cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128>>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
 
