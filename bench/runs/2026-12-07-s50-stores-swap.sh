@@ -3,7 +3,8 @@
 # yet GPU-run) and fp8_block128's swap-AB tile (128 weight rows x 144 tokens, new this session,
 # forced by SERVEKIT_GEMM_TILE=swap). One lease, two trees: this tree (old stores, with the swap
 # tile) and a copy with the patch (new stores, with tests).
-#   1. the new tree's whole GPU suite: every fused test (bit for bit against the pass on every
+#   1. the new tree's GPU tests of the two changes (the rest of its suite after the rows): every
+#      fused test (bit for bit against the pass on every
 #      fused tile) and GroupedGemmCuda.FP8Block128Swap (against the fp64 reference, the scale
 #      producer of sm90_blockwise_exact_scales.cuh);
 #   2. deepseek-v3 fp8_block128 at 8192 tokens: GEMM1 (stop 3) old / new stores, on the swap
@@ -31,7 +32,15 @@ say "old built"
 wait
 say "new build rc=$(cat "$W/build-new.rc")"
 NEW=/tmp/new-tree/build-new
-B=$NEW gpu_suite $(($(left) - 230 > 240 ? 240 : $(left) - 230))
+# The tests the two changes touch first (every fused test, the swap tiles, the fp8 and int4
+# GEMMs, the layer's fused and swap tests), boxed to 150 s; the rest of the suite at the end.
+focused() {
+  (cd "$NEW" && timeout "$1" ctest -L gpu -R "$2" --output-on-failure >"$W/tests-$3.log" 2>&1)
+  say "gpu tests $3 rc=$? $(grep -E 'tests passed|failed out of' "$W/tests-$3.log")"
+  grep -E "^\s+[0-9]+ - .*\((Failed|Timeout)\)" "$W/tests-$3.log" >>"$W/$WORK_NAME.txt"
+}
+FOCUS='Fused|Swap|FP8Block128|ActEpilogue|W4A16|Activation'
+focused $(($(left) - 200 > 150 ? 150 : $(left) - 200)) "$FOCUS" focused
 ds=(--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 8192)
 q235=(--preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform --path dynamic --tokens 8192)
 bench_row ds-stop3-old SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
@@ -45,4 +54,7 @@ BIN=$NEW/servekit bench_row q235-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q2
 bench_row ds-stop3-alone SERVEKIT_DYNAMIC_FUSED_ACT=0 SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
 bench_row ds-pass SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
 bench_row ds-stop3-small SERVEKIT_GEMM_TILE=small SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+(($(left) > 40)) && (cd "$NEW" && timeout $(($(left) - 10)) ctest -L gpu -E "$FOCUS" \
+  --output-on-failure >"$W/tests-rest.log" 2>&1; echo "rc=$?" >>"$W/tests-rest.log")
+say "gpu tests rest: $(grep -E 'tests passed|failed out of|^rc=' "$W/tests-rest.log" 2>/dev/null | tr '\n' ' ')"
 say done
