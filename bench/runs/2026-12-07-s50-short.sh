@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Session 50, the short form of 2026-12-07-s50-stores-swap.sh for a lease of ~400-500 s: one
+# tree, this one with bench/runs/s49-stores.patch applied on the device (main keeps the
+# GPU-checked stores until the new ones have run), built with tests on every core.
+#   1. the GPU tests of the two changes (every fused test, the swap tiles with
+#      GroupedGemmCuda.FP8Block128Swap, the fp8 and int4 GEMMs), boxed to 150 s;
+#   2. deepseek-v3 fp8_block128 at 8192 tokens: GEMM1 (stop 3) with the new stores and on the
+#      swap-AB tile, the layer both ways; qwen3-235b int4 GEMM1 with the new stores. The stores
+#      compare with session 49's H200 rows at a12e3a0 (another lease: under ~2% is no evidence);
+#      the swap tile with the new-stores rows of this lease (the swap runs fuse nothing);
+#   3. the rest of the GPU suite with what is left.
+# Predictions as in 2026-12-07-s50-stores-swap.sh.
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=420 bash bench/runs/2026-12-07-s50-short.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-420}
+work_dir_out s50-short
+patch -p1 <bench/runs/s49-stores.patch >/dev/null || { say "bench/runs/s49-stores.patch does not apply"; exit 1; }
+say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+build_tests "$W/build.log"
+say built
+FOCUS='Fused|Swap|FP8Block128|ActEpilogue|W4A16|Activation'
+(cd "$B" && timeout $(($(left) - 150 > 150 ? 150 : $(left) - 150)) ctest -L gpu -R "$FOCUS" \
+  --output-on-failure >"$W/tests-focused.log" 2>&1)
+say "gpu tests focused rc=$? $(grep -E 'tests passed|failed out of' "$W/tests-focused.log")"
+grep -E "^\s+[0-9]+ - .*\((Failed|Timeout)\)" "$W/tests-focused.log" >>"$W/$WORK_NAME.txt"
+ds=(--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 8192)
+q235=(--preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform --path dynamic --tokens 8192)
+bench_row ds-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+bench_row ds-stop3-swap SERVEKIT_GEMM_TILE=swap SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+bench_row ds-new -- "${ds[@]}"
+bench_row ds-swap SERVEKIT_GEMM_TILE=swap -- "${ds[@]}"
+bench_row q235-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
+(($(left) > 40)) && (cd "$B" && timeout $(($(left) - 10)) ctest -L gpu -E "$FOCUS" \
+  --output-on-failure >"$W/tests-rest.log" 2>&1; echo "rc=$?" >>"$W/tests-rest.log")
+say "gpu tests rest: $(grep -E 'tests passed|failed out of|^rc=' "$W/tests-rest.log" 2>/dev/null | tr '\n' ' ')"
+say done
