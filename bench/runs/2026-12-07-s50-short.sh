@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 50, the short form of 2026-12-07-s50-stores-swap.sh for a lease of ~400-500 s: one
-# tree, this one with bench/runs/s49-stores.patch applied on the device (main keeps the
-# GPU-checked stores until the new ones have run), built with tests on every core.
+# tree, this one with bench/runs/s50-fp8-swap.patch and s49-stores.patch applied on the device
+# (main keeps its GPU-checked kernels until the changes have run), built with tests on every core.
 #   1. the GPU tests of the two changes (every fused test, the swap tiles with
 #      GroupedGemmCuda.FP8Block128Swap, the fp8 and int4 GEMMs), boxed to 150 s;
 #   2. deepseek-v3 fp8_block128 at 8192 tokens: GEMM1 (stop 3) with the new stores and on the
@@ -15,7 +15,9 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-420}
 work_dir_out s50-short
-patch -p1 <bench/runs/s49-stores.patch >/dev/null || { say "bench/runs/s49-stores.patch does not apply"; exit 1; }
+for p in bench/runs/s50-fp8-swap.patch bench/runs/s49-stores.patch; do
+  patch -p1 <"$p" >/dev/null || { say "$p does not apply"; exit 1; }
+done
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 build_tests "$W/build.log"
 say built

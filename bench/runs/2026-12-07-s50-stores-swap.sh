@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Session 50, first call, any card: session 49's fused stores (bench/runs/s49-stores.patch, not
 # yet GPU-run) and fp8_block128's swap-AB tile (128 weight rows x 144 tokens, new this session,
-# forced by SERVEKIT_GEMM_TILE=swap). One lease, two trees: this tree (old stores, with the swap
-# tile) and a copy with the patch (new stores, with tests).
+# forced by SERVEKIT_GEMM_TILE=swap; bench/runs/s50-fp8-swap.patch, applied to the device's tree
+# first). One lease, two trees: this tree (old stores, with the swap tile) and a copy with the
+# stores patch too (new stores, with tests).
 #   1. the new tree's GPU tests of the two changes (the rest of its suite after the rows): every
 #      fused test (bit for bit against the pass on every
 #      fused tile) and GroupedGemmCuda.FP8Block128Swap (against the fp64 reference, the scale
@@ -22,6 +23,7 @@ source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-570}
 work_dir_out s50-stores-swap
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+patch -p1 <bench/runs/s50-fp8-swap.patch >/dev/null || { say "s50-fp8-swap.patch does not apply"; exit 1; }
 copy_tree /tmp/new-tree bench/runs/s49-stores.patch
 # 8 jobs each: two heavy CUTLASS units at ~4 GB each per job. (build_tests exits its subshell on
 # failure: the status is taken outside it.)

@@ -4,7 +4,7 @@
 //
 // Only the tile shapes that compiled_tile_config(), small_m_tile_config() and
 // swap_ab_tile_config() return are instantiated (one CUTLASS kernel per operand format, plus a
-// 64-row tile and a swap-AB tile for bf16 and fp8_block128: each costs minutes and
+// 64-row tile for bf16 and fp8_block128 and a swap-AB tile for bf16: each costs minutes and
 // gigabytes to compile); choose_gemm_tile() (gemm_tile_pick.h, host policy the kernels do not
 // include) picks between a format's tiles per run and choose_gemm_config() the run-time knobs
 // (raster order, swizzle). Adding a tile means one more instantiation .cu file and a case here.
@@ -176,26 +176,9 @@ constexpr bool has_small_m_tile(GemmOperand op) {
 //   deepseek-v3 4096 / 8192 (143 / 286 with the shared expert): 8719.5 / 8703.2, 14095.9 /
 //     13826.1.
 // A 128x144 swap tile (same call) was 1.4% faster at qwen3-30b 2048 and slower everywhere else.
-//
-// fp8_block128's swap-AB tile (session 50): 128 weight rows x 144 tokens x 128, cooperative
-// (each warp group 64 weight rows x 144 tokens: 72 accumulators and 72 for each k-tile's wgmma
-// result before its promotion), cluster 2x1. One 128x128 weight scale block per tile and k-tile,
-// one activation scale per token. deepseek-v3 at 8192 tokens holds ~256 +- 16 routed rows per
-// expert: the 128x256 tile pads them 1.24x (half the experts spill into a third 128-row tile),
-// this one 1.135x (bench/tools/padding_sim.py). L2 bytes per MAC with the token tile multicast:
-// (128 + 144 / 2) / (128 x 144) = 0.0109, the 128x256 tile's (128 / 2 + 256) / (128 x 256) =
-// 0.0098.
-// It fuses no activation (the e4m3 intermediate's 1x128 amax would span the two warp groups), so
-// GEMM1 runs the activation pass. Not in the auto pick until measured (kAutoSwapFP8Block128,
-// gemm_tile_pick.h): SERVEKIT_GEMM_TILE=swap takes it.
 constexpr GemmTileConfig swap_ab_tile_config(GemmOperand op) {
   if (op == GemmOperand::kBF16) {
     GemmTileConfig t{256, 144, 64, 2, 1, GemmSchedule::kCooperative};
-    t.swap_ab = true;
-    return t;
-  }
-  if (op == GemmOperand::kFP8Block128) {
-    GemmTileConfig t{128, 144, 128, 2, 1, GemmSchedule::kCooperative};
     t.swap_ab = true;
     return t;
   }

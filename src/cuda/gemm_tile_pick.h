@@ -96,10 +96,6 @@ inline bool swap_pair_pays(GemmOperand op, int64_t rows_per_group) {
   return expected_tile_padding(swap_pair_tile_config(op).token_block_rows(), m) <=
          kSwapPairOverSwapPadding * expected_tile_padding(swap_ab_tile_config(op).token_rows(), m);
 }
-// Whether the auto pick may take fp8_block128's swap-AB tile (swap_ab_tile_config) where its
-// padding model wins: not until it is measured against the 128x256 tile with its fused
-// activation; SERVEKIT_GEMM_TILE=swap forces it meanwhile.
-inline constexpr bool kAutoSwapFP8Block128 = false;
 // Whether the auto pick may take the pair swap tile where swap_pair_pays (measured:
 // swap_pair_tile_config).
 inline constexpr bool kAutoSwapPair = true;
@@ -170,9 +166,7 @@ inline GemmTileKind choose_gemm_tile(GemmOperand op, int64_t rows_per_group, boo
       break;
   }
   if (use_small_m_tile(op, rows_per_group)) return GemmTileKind::kSmall;
-  if (!has_swap_ab_tile(op) || rows_per_group < 1 ||
-      (op == GemmOperand::kFP8Block128 && !kAutoSwapFP8Block128))
-    return GemmTileKind::kLarge;
+  if (!has_swap_ab_tile(op) || rows_per_group < 1) return GemmTileKind::kLarge;
   if (swap_pingpong && has_swap_pp_tile(op) && rows_per_group <= kSwapPingpongMaxRows)
     return GemmTileKind::kSwap;
   const double m = static_cast<double>(rows_per_group);

@@ -1,5 +1,5 @@
 // Dispatch of GroupedGemm::create to the per-format instantiations, and the per-run choice
-// between a format's tiles (bf16: three or four, fp8_block128: two or three).
+// between a format's tiles (bf16: three or four, fp8_block128: two).
 #include "core/env.h"
 #include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
@@ -188,13 +188,9 @@ std::unique_ptr<GroupedGemm> GroupedGemm::create(const GroupedGemmShape& shape, 
     case GemmOperand::kFP8PerTensor:
       return make_grouped_gemm_fp8_per_tensor(shape, device);
     case GemmOperand::kFP8Block128:
-      // The swap-AB tile only where a run can take it (kAutoSwapFP8Block128, or forced).
-      return std::make_unique<TileChoosingGemm>(
-          shape, device, make_grouped_gemm_fp8_block128, make_grouped_gemm_fp8_block128_small_m,
-          kAutoSwapFP8Block128 || choice == GemmTileChoice::kSwap || choice == GemmTileChoice::kPair
-              ? make_grouped_gemm_fp8_block128_swap
-              : nullptr,
-          nullptr, choice, pair_pick);
+      return std::make_unique<TileChoosingGemm>(shape, device, make_grouped_gemm_fp8_block128,
+                                                make_grouped_gemm_fp8_block128_small_m, nullptr,
+                                                nullptr, choice, pair_pick);
   }
   SERVEKIT_FAIL("grouped_gemm: unknown operand ", static_cast<int>(shape.operand));
 }

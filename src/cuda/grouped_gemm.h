@@ -228,9 +228,6 @@ std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128(const GroupedGemmSha
                                                             int device);
 std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_small_m(const GroupedGemmShape& shape,
                                                                     int device);
-// fp8_block128's swap-AB tile (128 weight rows x 144 tokens; no fused activation).
-std::unique_ptr<GroupedGemm> make_grouped_gemm_fp8_block128_swap(const GroupedGemmShape& shape,
-                                                                 int device);
 
 // int4 weights with one bf16 scale per weight_group K elements, against bf16 rows (int4_w4a16
 // with group 64 or 128 on the dynamic path; grouped_gemm_w4a16.cu: CUTLASS's ptr-array

@@ -498,46 +498,6 @@ TEST(GroupedGemmCuda, FP8Block128TileEdges) {
 TEST(GroupedGemmCuda, FP8Block128SmallM) {
   run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_small_m);
 }
-// fp8_block128's swap-AB tile (128 weight rows x 144 tokens, its own scale producer:
-// sm90_blockwise_exact_scales.cuh): N = 2880 ends in half a weight tile and half a scale block,
-// 4096 in whole ones; K one k-tile and 23. The 300-row group's first token tile has in-bounds
-// tokens 144-159 past it, whose scales CUTLASS's producer would copy over the next stage's first
-// 16; the 145- and 144-row groups end one token into, and exactly at, a token tile. Then B packed,
-// shared by every group, and with a NaN row between groups (the weights are the kernel's A).
-TEST(GroupedGemmCuda, FP8Block128Swap) {
-  for (int64_t n : {2880, 4096})
-    for (int64_t k : {128, 2944}) {
-      SCOPED_TRACE("n " + std::to_string(n) + " k " + std::to_string(k));
-      run_case(GemmOperand::kFP8Block128, n, k, make_grouped_gemm_fp8_block128_swap);
-    }
-  for (BLayout layout : {BLayout::kShared, BLayout::kPadded}) {
-    SCOPED_TRACE(layout == BLayout::kShared ? "B shared" : "B padded");
-    run_case(GemmOperand::kFP8Block128, 2880, 2944, make_grouped_gemm_fp8_block128_swap, {0},
-             layout);
-  }
-}
-// SERVEKIT_GEMM_TILE=swap makes create() build fp8_block128's swap-AB tile and every run take it
-// (results checked); the auto pick never builds it (kAutoSwapFP8Block128). It fuses no
-// activation: a fused shape runs the pass after it.
-TEST(GroupedGemmCuda, FP8Block128SwapForcedOnly) {
-  SERVEKIT_REQUIRE_GPU();
-  const GemmOperand op = GemmOperand::kFP8Block128;
-  GroupedGemmShape shape{op, 5, 4096, 2944, 318};
-  shape.act = {true, Activation::kSwiGLU, ActFormat::kFP8Block128};
-  EXPECT_FALSE(make_grouped_gemm_fp8_block128_swap(shape, 0)->fuses_activation());
-  if (!kAutoSwapFP8Block128) {
-    auto picked = GroupedGemm::create(shape, 0);
-    for (int64_t hint : {int64_t{150}, int64_t{1430}, int64_t{5000}})
-      EXPECT_FALSE(picked->config(hint).tile.swap_ab) << hint;
-  }
-  const testing::ScopedEnv tile("SERVEKIT_GEMM_TILE", "swap");
-  auto forced = GroupedGemm::create(shape, 0);
-  for (int64_t hint : {int64_t{150}, int64_t{5000}}) {
-    EXPECT_TRUE(forced->config(hint).tile == swap_ab_tile_config(op)) << hint;
-    EXPECT_FALSE(forced->fuses_activation(hint)) << hint;
-  }
-  run_case(op, 2880, 2944, nullptr, {150, 5000});
-}
 // fp8_block128 has the lower boundary (26 rows): 10 rows per group (50) is small, 30 (150) large.
 TEST(GroupedGemmCuda, FP8Block128PicksTheTilePerRun) {
   expect_tile_per_run(GemmOperand::kFP8Block128, 2880, 2944, 50, 150);

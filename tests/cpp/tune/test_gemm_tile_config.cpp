@@ -20,13 +20,12 @@ constexpr GemmOperand kOperands[] = {GemmOperand::kBF16, GemmOperand::kFP8PerTen
 // (256 threads), ping-pong gives each warp group (128 threads) a whole tile. The blockwise
 // mainloops also hold wgmma results for the scale promotion: CUTLASS's (ping-pong) one of the
 // tile's size, sm90_blockwise_overlap.cuh (cooperative 128x128) two, and
-// sm90_blockwise_halves.cuh (cooperative 128x256) one 128-column half; the swap-AB tile's
-// CUTLASS consumer one of the tile's size.
+// sm90_blockwise_halves.cuh (cooperative 128x256) one 128-column half.
 int accumulators_per_thread(GemmOperand op, const GemmTileConfig& t) {
   const int threads = t.schedule == GemmSchedule::kCooperative ? 256 : 128;
   const int per = t.tile_m * t.tile_n / threads;
   if (op != GemmOperand::kFP8Block128) return per;
-  if (t.schedule == GemmSchedule::kPingpong || t.swap_ab) return 2 * per;
+  if (t.schedule == GemmSchedule::kPingpong) return 2 * per;
   return t.tile_n == 256 ? per + per / 2 : 3 * per;
 }
 
@@ -62,18 +61,11 @@ TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
   EXPECT_EQ(b.tile_n % 128, 0) << "whole weight scale blocks along N";
 }
 
-// bf16's swap-AB tile: 256 weight rows x 144 tokens, cluster along the weights; fp8_block128's
-// 128 x 144 (whole 128-row weight scale blocks); none for fp8_per_tensor.
+// bf16 alone has the swap-AB tile: 256 weight rows x 144 tokens, cluster along the weights.
 TEST(GemmTileConfig, SwapTile) {
   EXPECT_TRUE(has_swap_ab_tile(GemmOperand::kBF16));
   EXPECT_FALSE(has_swap_ab_tile(GemmOperand::kFP8PerTensor));
-  EXPECT_TRUE(has_swap_ab_tile(GemmOperand::kFP8Block128));
-  const GemmTileConfig f = swap_ab_tile_config(GemmOperand::kFP8Block128);
-  EXPECT_TRUE(f.swap_ab);
-  EXPECT_EQ(f.tile_m % 128, 0) << "whole weight scale blocks along the kernel's M";
-  EXPECT_EQ(f.tile_k, 128);
-  EXPECT_EQ(f.token_rows(), 144);
-  EXPECT_FALSE(gemm_tile_fuses_activation(GemmOperand::kFP8Block128, f));
+  EXPECT_FALSE(has_swap_ab_tile(GemmOperand::kFP8Block128));
   const GemmTileConfig t = swap_ab_tile_config(GemmOperand::kBF16);
   EXPECT_TRUE(t.swap_ab);
   EXPECT_EQ(t.tile_m, 256);
@@ -121,9 +113,7 @@ TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
   EXPECT_EQ(choose_gemm_tile(b, 512, true), K::kLarge);      // mixtral 2048 (qwen3-30b: below)
   EXPECT_EQ(choose_gemm_tile(b, 2048, true), K::kLarge);     // mixtral 8192
   EXPECT_EQ(choose_gemm_tile(b, 0, true), K::kSmall);
-  // No swap tile in fp8_per_tensor; fp8_block128's is not in the auto pick
-  // (kAutoSwapFP8Block128).
-  static_assert(!kAutoSwapFP8Block128, "update the fp8_block128 rows below");
+  // No swap tile in the fp8 formats.
   for (int64_t m : {128, 256, 286}) {
     EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, m, true), K::kLarge) << m;
     EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8PerTensor, m, false), K::kLarge) << m;
@@ -135,7 +125,7 @@ TEST(GemmTileConfig, ChoosesTheTileByRowsPerGroup) {
   EXPECT_EQ(choose_gemm_tile(b, 4096, true, GemmTileChoice::kSwap), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kSwap), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 128, true, GemmTileChoice::kSwap),
-            K::kSwap);
+            K::kLarge);
   EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8PerTensor, 16, false, GemmTileChoice::kSmall),
             K::kLarge);
   EXPECT_FALSE(use_small_m_tile(b, 16, GemmTileChoice::kSwap));
@@ -452,7 +442,7 @@ TEST(GemmTileConfig, SwapPairChoice) {
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair), K::kSwapPair);
   EXPECT_EQ(choose_gemm_tile(b, 4, true, GemmTileChoice::kPair, true), K::kSwap);
   EXPECT_EQ(choose_gemm_tile(GemmOperand::kFP8Block128, 256, true, GemmTileChoice::kPair),
-            K::kSwap);  // no pair: its swap-AB tile
+            K::kLarge);
   EXPECT_FALSE(use_small_m_tile(b, 4, GemmTileChoice::kPair));
 }
 

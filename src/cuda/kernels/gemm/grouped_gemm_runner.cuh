@@ -106,15 +106,10 @@ __global__ void write_group_arguments(GroupArgumentArrays<K> args, GroupedGemmOp
     if constexpr (K::kGroupAlpha) args.alpha[g] = ops.a_scale[0] * ops.b_scale[g];
     if constexpr (K::kBlockScaled) {
       const int k_blocks = k / 128, n_blocks = (n + 127) / 128;
-      const float* row_scales = ops.a_block_scale + int64_t{begin} * k_blocks;
-      const float* weight_scales = ops.b_block_scale + int64_t{g} * k_blocks * n_blocks;
-      // Swapped, the weights' 128x128 blocks are the kernel's SFA along its M = n and the rows'
-      // 1x128 scales its SFB along N = m: the same arrays, the layouts of (n, m, k).
-      const auto mnk = K::kSwapAB ? cute::make_shape(n, m, k, 1) : cute::make_shape(m, n, k, 1);
-      args.ptr_sfa[g] = K::kSwapAB ? weight_scales : row_scales;
-      args.ptr_sfb[g] = K::kSwapAB ? row_scales : weight_scales;
-      args.layout_sfa[g] = K::ScaleConfig::tile_atom_to_shape_SFA(mnk);
-      args.layout_sfb[g] = K::ScaleConfig::tile_atom_to_shape_SFB(mnk);
+      args.ptr_sfa[g] = ops.a_block_scale + int64_t{begin} * k_blocks;
+      args.ptr_sfb[g] = ops.b_block_scale + int64_t{g} * k_blocks * n_blocks;
+      args.layout_sfa[g] = K::ScaleConfig::tile_atom_to_shape_SFA(cute::make_shape(m, n, k, 1));
+      args.layout_sfb[g] = K::ScaleConfig::tile_atom_to_shape_SFB(cute::make_shape(m, n, k, 1));
     }
   }
 }
@@ -123,8 +118,7 @@ template <class K>
 class GroupedGemmRunner final : public GroupedGemm {
   using GemmKernel = typename K::GemmKernel;
   using Gemm = typename K::Gemm;
-  // (A swap-AB tile's scale producer reads no scale past the operands: ExactScaleLoadMainloop.)
-  static_assert(!K::kBlockScaled || K::kSwapAB ||
+  static_assert(!K::kBlockScaled ||
                     K::kTile.tile_n / 128 * K::kTile.cluster_n - 1 <= kBlockScaleTailFloats,
                 "grouped_gemm: this block-scaled tile can read more weight scales past the last "
                 "group's than kBlockScaleTailFloats (grouped_gemm.h)");

@@ -6,8 +6,7 @@
 // Layouts (CUTLASS names): A RowMajor [M_g, K] (K-major), B ColumnMajor i.e. [N, K] K-major
 // (y = x · Wᵀ), D RowMajor [M_g, N] bf16, no C operand. fp8_block128 scales are MN-major, as
 // the sm90 blockwise mainloop derives them from (M_g, N, K): SFA of group g is [K/128, M_g]
-// (row r of the group at kb * M_g + r), SFB [K/128, ceil(N/128)]. Swap-AB (below) exchanges
-// them: the weights' scales are SFA, the rows' SFB, the same memory.
+// (row r of the group at kb * M_g + r), SFB [K/128, ceil(N/128)].
 #pragma once
 
 #include <cutlass/cutlass.h>
@@ -22,7 +21,6 @@
 
 #include "cuda/gemm_tile_config.h"
 #include "cuda/kernels/gemm/sm90_act_epilogue.cuh"
-#include "cuda/kernels/gemm/sm90_blockwise_exact_scales.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
 #include "cuda/kernels/gemm/sm90_flat_tma_mainloop.cuh"
@@ -88,20 +86,16 @@ struct PdlKernel : Base {
   }
 };
 
-// SwapAB: the kernel computes D_gᵀ [N, M_g] = B_g · A_gᵀ, the weights as its A and the group's
-// rows as its N, so a group's rows fill a tile of TileN tokens (any multiple of 8) instead of
-// whole 64-row wgmma blocks; D_gᵀ column-major is D_g row-major. The runner swaps the problem
-// sizes, pointers and (fp8_block128) scales (write_group_arguments). fp8_block128's swap-AB tile
-// scales its weights in 128-row blocks along the kernel's M (TileM a multiple of 128) and its
-// tokens one by one along N, takes CUTLASS's consumer mainloop (its promotion every 128 K) with
-// the scale producer of sm90_blockwise_exact_scales.cuh, and fuses no activation.
+// SwapAB (bf16 only): the kernel computes D_gᵀ [N, M_g] = B_g · A_gᵀ, the weights as its A and
+// the group's rows as its N, so a group's rows fill a tile of TileN tokens (any multiple of 8)
+// instead of whole 64-row wgmma blocks; D_gᵀ column-major is D_g row-major. The runner swaps the
+// problem sizes and pointers (write_group_arguments).
 // Interleave: the rows of W13's gate/up blocks the fused activation is compiled for (the 128x256
 // tile; a swap-AB tile's is half its weight rows).
 template <GemmOperand Op, int TileM, int TileN, int TileK, int ClusterM, int ClusterN,
           GemmSchedule Sched, bool SwapAB = false, int Interleave = 128>
 struct Sm90GroupedGemm {
-  static_assert(!SwapAB || Op != GemmOperand::kFP8PerTensor,
-                "swap-AB is written for bf16 and fp8_block128");
+  static_assert(!SwapAB || Op == GemmOperand::kBF16, "swap-AB is written for bf16 only");
   static constexpr bool kSwapAB = SwapAB;
   // Preconditions of the sm90 collectives, checked here so a bad config fails with a message.
   static_assert(TileM % 64 == 0, "wgmma tiles M in multiples of 64");
@@ -109,10 +103,8 @@ struct Sm90GroupedGemm {
                 "the cooperative schedule splits M across two warp groups");
   static_assert(TileK * gemm_operand_bytes(Op) % 128 == 0,
                 "tile K must fill whole 128-byte swizzle rows");
-  static_assert(Op != GemmOperand::kFP8Block128 ||
-                    (TileK == 128 && (SwapAB ? TileM : TileN) % 128 == 0),
-                "blockwise scaling needs tile K == 128 and the weights' tile dimension a "
-                "multiple of 128");
+  static_assert(Op != GemmOperand::kFP8Block128 || (TileK == 128 && TileN % 128 == 0),
+                "blockwise scaling needs tile K == 128 and tile N a multiple of 128");
 
   static constexpr GemmOperand kOperand = Op;
   static constexpr GemmTileConfig kTile{TileM, TileN, TileK, ClusterM, ClusterN, Sched, SwapAB};
@@ -133,11 +125,8 @@ struct Sm90GroupedGemm {
   static constexpr int kAlignAB = 128 / cutlass::sizeof_bits<ElementAB>::value;
   static constexpr int kAlignD = 128 / cutlass::sizeof_bits<ElementD>::value;
 
-  // 1x128 activation and 128x128 weight scale blocks, both MN-major (see the top of the file);
-  // swapped, the weights are the kernel's M.
-  using ScaleConfig =
-      cute::conditional_t<SwapAB, cutlass::detail::Sm90BlockwiseScaleConfig<128, 1, 128>,
-                          cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128>>;
+  // 1x128 activation and 128x128 weight scale blocks, both MN-major (see the top of the file).
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, 128, 128>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
 
@@ -230,8 +219,7 @@ struct Sm90GroupedGemm {
   // each k-tile's promotion with the next k-tile's wgmma (sm90_blockwise_overlap.cuh; kept for
   // A/B runs of the tile width). The ping-pong 64-row tile runs at decode sizes, where reading
   // the weights bounds it, and keeps CUTLASS's mainloop.
-  static constexpr bool kOverlapPromotion =
-      kBlockScaled && Sched == GemmSchedule::kCooperative && !SwapAB;
+  static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
   // bf16's producer with one descriptor per operand for the whole run instead of CUTLASS's
   // per-group ones (sm90_flat_tma_mainloop.cuh). On by default for both swap-AB tiles, where it
@@ -253,13 +241,10 @@ struct Sm90GroupedGemm {
        (SERVEKIT_DIAG_FLAT_TMA == 3 && SwapAB && Sched == GemmSchedule::kPingpong));
   using PlainMainloop =
       cute::conditional_t<kFlatTma, FlatTmaMainloop<BuiltMainloop, !SwapAB>, BuiltMainloop>;
-  // fp8_block128's swap-AB tile: CUTLASS's consumer, an exact scale producer (144 tokens a tile).
   using CollectiveMainloop = cute::conditional_t<
       kHalvesPromotion, HalvesPromotionMainloop<BuiltMainloop>,
-      cute::conditional_t<
-          kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
-          cute::conditional_t<kBlockScaled && SwapAB, ExactScaleLoadMainloop<BuiltMainloop>,
-                              PlainMainloop>>>;
+      cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
+                          PlainMainloop>>;
 
   using GemmKernel = PdlKernel<
       cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
