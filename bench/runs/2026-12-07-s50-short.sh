@@ -11,6 +11,7 @@
 #   3. the rest of the GPU suite with what is left.
 # Predictions as in 2026-12-07-s50-stores-swap.sh.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=420 bash bench/runs/2026-12-07-s50-short.sh
+# (BUDGET_S=330 ROWS_S=70 on a lease of ~360 s: the layer rows only.)
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-420}
@@ -22,16 +23,18 @@ say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 build_tests "$W/build.log"
 say built
 FOCUS='Fused|Swap|FP8Block128|ActEpilogue|W4A16|Activation'
-(cd "$B" && timeout $(($(left) - 150 > 150 ? 150 : $(left) - 150)) ctest -L gpu -R "$FOCUS" \
+# ROWS_S: seconds kept for the rows after the focused tests (150; less on a short lease).
+ROWS_S=${ROWS_S:-150}
+(cd "$B" && timeout $(($(left) - ROWS_S > 150 ? 150 : $(left) - ROWS_S)) ctest -L gpu -R "$FOCUS" \
   --output-on-failure >"$W/tests-focused.log" 2>&1)
 say "gpu tests focused rc=$? $(grep -E 'tests passed|failed out of' "$W/tests-focused.log")"
 grep -E "^\s+[0-9]+ - .*\((Failed|Timeout)\)" "$W/tests-focused.log" >>"$W/$WORK_NAME.txt"
 ds=(--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 8192)
 q235=(--preset qwen3-235b-a22b --quant int4_w4a16 --routing uniform --path dynamic --tokens 8192)
-bench_row ds-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
-bench_row ds-stop3-swap SERVEKIT_GEMM_TILE=swap SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
 bench_row ds-new -- "${ds[@]}"
 bench_row ds-swap SERVEKIT_GEMM_TILE=swap -- "${ds[@]}"
+bench_row ds-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+bench_row ds-stop3-swap SERVEKIT_GEMM_TILE=swap SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
 bench_row q235-stop3-new SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${q235[@]}"
 (($(left) > 40)) && (cd "$B" && timeout $(($(left) - 10)) ctest -L gpu -E "$FOCUS" \
   --output-on-failure >"$W/tests-rest.log" 2>&1; echo "rc=$?" >>"$W/tests-rest.log")
