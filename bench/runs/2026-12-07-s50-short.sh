@@ -9,7 +9,14 @@
 #      compare with session 49's H200 rows at a12e3a0 (another lease: under ~2% is no evidence);
 #      the swap tile with the new-stores rows of this lease (the swap runs fuse nothing);
 #   3. the rest of the GPU suite with what is left.
-# Predictions as in 2026-12-07-s50-stores-swap.sh.
+# Predictions: the tests pass. Stores: -80 to -140 us on deepseek-v3's GEMM1 with the activation
+# (5850.0 in session 49, H200), -30 to -50 on qwen3-235b int4's (2926.0). Swap tile: GEMM1 alone
+# 5100-5600 us against the 128x256 tile's 5566 (1.135x the rows' MMAs against 1.241x, at a lower
+# rate per MMA: CUTLASS's consumer promotes without overlap); the layer 0 to -5%.
+# Ran once, session 50 at a155582 on an H100 with BUDGET_S=360 ROWS_S=100
+# (bench/results/h100/ab/2026-12-07-s50-short): 42/42 focused tests, the layer 8911.0 us on the
+# 128x256 tile against 9719.7 on the swap tile. Since then the stores are on main and
+# s49-stores.patch is gone: this script is the record of that call.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=420 bash bench/runs/2026-12-07-s50-short.sh
 # (BUDGET_S=330 ROWS_S=70 on a lease of ~360 s: the layer rows only.)
 set -uo pipefail

@@ -49,6 +49,9 @@
 
 #include <cuda_bf16.h>
 
+#include <cstdint>
+#include <type_traits>
+
 #include <cutlass/cutlass.h>
 #include <cute/tensor.hpp>
 
@@ -266,55 +269,98 @@ struct ActEpilogue : Base {
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
+    // The activation and whether there is a bias are picked once per tile, not per value.
+    auto store = [&](auto kind) {
+      constexpr Activation A = decltype(kind)::value;
+      if (bias != nullptr) {
+        store_swap<A, true, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
+      } else {
+        store_swap<A, false, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
+      }
+    };
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        return store_swap<Activation::kSwiGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
-                                                             coord);
+        return store(std::integral_constant<Activation, Activation::kSwiGLU>{});
       case Activation::kGeGLU:
-        return store_swap<Activation::kGeGLU, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
-                                                            coord);
+        return store(std::integral_constant<Activation, Activation::kGeGLU>{});
       default:  // kSwiGLUOAI
-        return store_swap<Activation::kSwiGLUOAI, kValues, kUp>(out, col0, tokens, tok0, bias, acc,
-                                                                coord);
+        return store(std::integral_constant<Activation, Activation::kSwiGLUOAI>{});
     }
   }
 
-  // Flat values v, v + 1 (v even, a gate row's) are tokens t, t + 1 of weight row r of the tile,
-  // intermediate column col0 + inter_column<kInterleave>(r), whose up value is kUp further; the
-  // lane four apart (threadIdx bit 2) holds row r ^ 1 (the next column) of the same tokens.
-  // The lane with r even keeps token t and receives its partner's (t, r + 1); the other keeps
-  // token t + 1 and receives (t + 1, r - 1): each stores one bf16 pair of one token.
-  template <Activation A, int kValues, int kUp, class AccTensor, class CoordTensor>
+  // act(bf16(gate) + bias, bf16(up) + bias) of one value: the activation pass's arithmetic
+  // (activation_rows.cuh), so that the fused tile and the pass agree bit for bit. Without a bias
+  // nothing is added (+ 0.0f would turn a -0 into +0).
+  template <Activation A, bool kBias>
+  static CUTLASS_DEVICE float act_pair_value(float gate, float up, float gate_bias, float up_bias) {
+    float g = __bfloat162float(__float2bfloat16_rn(gate));
+    float u = __bfloat162float(__float2bfloat16_rn(up));
+    if constexpr (kBias) {
+      g += gate_bias;
+      u += up_bias;
+    }
+    return activate<A>(g, u);
+  }
+
+  // The fused tiles' stores: st.global.cg (L2 only: GEMM2 reads the intermediate from L2 or
+  // DRAM, never from this SM's L1), predicated on `keep` instead of a branch around each store.
+  // No "memory" clobber: nothing in the epilogue reads what these write, and a clobber would
+  // make the compiler reload the bias after every store.
+  static CUTLASS_DEVICE void store_b32_if(void* p, uint32_t v, bool keep) {
+    asm volatile(
+        "{\n .reg .pred k;\n setp.ne.b32 k, %2, 0;\n @k st.global.cg.b32 [%0], %1;\n}\n" ::"l"(p),
+        "r"(v), "r"(static_cast<int>(keep)));
+  }
+  static CUTLASS_DEVICE void store_b16_if(void* p, uint16_t v, bool keep) {
+    asm volatile(
+        "{\n .reg .pred k;\n setp.ne.b32 k, %2, 0;\n @k st.global.cg.b16 [%0], %1;\n}\n" ::"l"(p),
+        "h"(v), "r"(static_cast<int>(keep)));
+  }
+  static CUTLASS_DEVICE uint32_t bf16_pair_bits(float lo, float hi) {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const uint32_t*>(&v);
+  }
+
+  // The swap-AB tiles. In the m64nN atom a thread's flat value 4j + 2q + b is weight row r0 + 8q
+  // and token column t0 + 8j + b (r0, t0: its values' first row and column, coord(0); the test
+  // ActEpilogueLayout checks this on the host for every fusing kernel's TiledMma). So a
+  // thread's gate values are rows r0 (q = 0) and, unless the tile pairs rows within the atom
+  // (kAtomPairs: q = 1 is the up row), r0 + 8: one or two intermediate columns per thread per
+  // tile, whose biases are read once. Flat values v, v + 1 (v = 4j + 2q) are tokens t, t + 1 of
+  // one column, whose up values are kUp further; the lane four apart (threadIdx bit 2) holds
+  // row r ^ 1 (the next column) of the same tokens. The lane with r even keeps token t and
+  // receives its partner's (t, r + 1); the other keeps token t + 1 and receives (t + 1, r - 1):
+  // each stores one bf16 pair of one token, 8 tokens further per j.
+  template <Activation A, bool kBias, int kValues, int kUp, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_swap(void* out, int col0, int tokens, int tok0, const float* bias,
                                  AccTensor const& acc, CoordTensor const& coord) const {
+    constexpr int kRowsPerThread = kAtomPairs ? 1 : 2;
     const int cols = act_.cols;
-    auto* o = static_cast<__nv_bfloat16*>(out);
-    const bool odd = (threadIdx.x >> 2) & 1;
+    const int odd = (threadIdx.x >> 2) & 1;
+    // The token this lane stores at j = 0.
+    const int token0 = tok0 + static_cast<int>(cute::get<1>(coord(0))) + odd;
+    const int64_t token_step = int64_t{8} * cols;  // elements from j to j + 1
+    __nv_bfloat16* base[kRowsPerThread];
+    float gate_bias[kRowsPerThread], up_bias[kRowsPerThread];
     CUTLASS_PRAGMA_UNROLL
-    for (int v = 0; v < kValues; v += 2) {
-      if (kAtomPairs && (v & 2) != 0) continue;  // an up row's values
-      const int r = static_cast<int>(cute::get<0>(coord(v)));
-      const int c = col0 + inter_column<kInterleave>(r);
-      float gb = 0.0f, ub = 0.0f;
-      if (bias != nullptr) {
-        gb = bias[c];
-        ub = bias[cols + c];
-      }
-      auto value = [&](int i) {
-        float g = __bfloat162float(__float2bfloat16_rn(acc(i)));
-        float u = __bfloat162float(__float2bfloat16_rn(acc(i + kUp)));
-        if (bias != nullptr) {  // not + 0.0f: that would turn a -0 into +0
-          g += gb;
-          u += ub;
-        }
-        return activate<A>(g, u);
-      };
-      const float a = value(v), b = value(v + 1);
-      const float recv = __shfl_xor_sync(0xffffffffu, odd ? a : b, 4);
-      const int token = tok0 + static_cast<int>(cute::get<1>(coord(odd ? v + 1 : v)));
-      if (token < tokens) {
-        *reinterpret_cast<__nv_bfloat162*>(o + int64_t{token} * cols + (odd ? c - 1 : c)) =
-            odd ? __floats2bfloat162_rn(recv, b) : __floats2bfloat162_rn(a, recv);
+    for (int q = 0; q < kRowsPerThread; ++q) {
+      const int c = col0 + inter_column<kInterleave>(static_cast<int>(cute::get<0>(coord(2 * q))));
+      base[q] = static_cast<__nv_bfloat16*>(out) + int64_t{token0} * cols + (c - odd);
+      gate_bias[q] = kBias ? __ldg(bias + c) : 0.0f;
+      up_bias[q] = kBias ? __ldg(bias + cols + c) : 0.0f;
+    }
+    CUTLASS_PRAGMA_UNROLL
+    for (int j = 0; j < kValues / 4; ++j) {
+      const bool keep = token0 + 8 * j < tokens;
+      CUTLASS_PRAGMA_UNROLL
+      for (int q = 0; q < kRowsPerThread; ++q) {
+        const int v = 4 * j + 2 * q;
+        const float a = act_pair_value<A, kBias>(acc(v), acc(v + kUp), gate_bias[q], up_bias[q]);
+        const float b =
+            act_pair_value<A, kBias>(acc(v + 1), acc(v + 1 + kUp), gate_bias[q], up_bias[q]);
+        const float recv = __shfl_xor_sync(0xffffffffu, odd ? a : b, 4);
+        store_b32_if(base[q] + j * token_step,
+                     odd ? bf16_pair_bits(recv, b) : bf16_pair_bits(a, recv), keep);
       }
     }
   }
@@ -340,105 +386,112 @@ struct ActEpilogue : Base {
     return c / (2 * W) * W + c % (2 * W);
   }
 
-  // act(bf16(gate) + bias, bf16(up) + bias) of the gate flat value v: gate is acc(v), up
-  // acc(v + W / 2), at intermediate column inter_column<W>(coord(v)) of the 128-column block.
-  template <Activation A, int W, class AccTensor, class CoordTensor>
-  CUTLASS_DEVICE float act_value(Tile const& t, AccTensor const& acc, CoordTensor const& coord,
-                                 int v) const {
-    float g = __bfloat162float(__float2bfloat16_rn(acc(v)));
-    float u = __bfloat162float(__float2bfloat16_rn(acc(v + W / 2)));
-    if (t.bias != nullptr) {
-      const int c = t.block * 128 + inter_column<W>(static_cast<int>(cute::get<1>(coord(v))));
-      g += t.bias[c];
-      u += t.bias[act_.cols + c];
-    }
-    return activate<A>(g, u);
-  }
-
-  // The 128x256 tile's store.
+  // The 128x256 tile's store: the bias is a compile-time choice per tile.
   template <Activation A, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile_w(Tile const& t, AccTensor const& acc,
                                    CoordTensor const& coord) const {
-    return store_tile<A, kInterleave>(t, acc, coord);
+    if (t.bias != nullptr) return store_tile<A, true, kInterleave>(t, acc, coord);
+    return store_tile<A, false, kInterleave>(t, acc, coord);
   }
 
-  // Gate values k, k + 1 (k even; flat v = gate_value<W>(k), v + 1) are intermediate columns c,
-  // c + 1 of one row. bf16 computes and stores a pair per step; the e4m3 formats keep the 64
-  // activated values for the 1x128 amax (the gate and up accumulators each value consumes are
-  // dead after it, so the peak stays near the 128 accumulators).
-  template <Activation A, int W, class AccTensor, class CoordTensor>
+  // Gate value k = 4j + 2q + b (flat gate_value<W>(k)) is row r0 + 8q, intermediate column
+  // c0 + 8j + b of the 128-column block, for both interleaves (r0, c0: coord(0)'s row and
+  // column; c0 < 8, where inter_column<W> is the identity, and it is linear over a gate block;
+  // the atom's part of this is the test ActEpilogueLayout's).
+  // So a thread's values are two rows of 32 column pairs: one pointer per row, a compile-time
+  // offset per pair, the four biases of a column pair read once for both rows. bf16 computes and
+  // stores a pair per step; the e4m3 formats keep the 64 activated values for the 1x128 amax
+  // (the gate and up accumulators each value consumes are dead after it, so the peak stays near
+  // the 128 accumulators).
+  template <Activation A, bool kBias, int W, class AccTensor, class CoordTensor>
   CUTLASS_DEVICE void store_tile(Tile const& t, AccTensor const& acc,
                                  CoordTensor const& coord) const {
-    constexpr int kHalf = 64;  // gate values per thread
+    constexpr int kPairs = 16;  // column pairs per row: 64 gate values = 2 rows x 16 x 2
     const int cols = act_.cols;
-    const int col0 = t.block * 128;
-    auto row_of = [&](int k) {
-      return t.row0 + static_cast<int>(cute::get<0>(coord(gate_value<W>(k))));
-    };
-    auto at = [&](int k) {
-      return int64_t{row_of(k)} * cols + col0 +
-             inter_column<W>(static_cast<int>(cute::get<1>(coord(gate_value<W>(k)))));
-    };
-    if (act_.format == ActFormat::kBF16) {
-      auto* o = static_cast<__nv_bfloat16*>(t.out);
+    const int r0 = t.row0 + static_cast<int>(cute::get<0>(coord(0)));
+    const int c0 = t.block * 128 + static_cast<int>(cute::get<1>(coord(0)));
+    // Rows past the group's end are neither stored nor part of the amax (their accumulators are
+    // the mainloop's zero-filled rows, but the pass never sees them either).
+    const bool keep[2] = {r0 < t.rows, r0 + 8 < t.rows};
+    // f(j, q, y0, y1): the activated values of column pair j (columns c0 + 8j, + 1) of row q.
+    auto each_pair = [&](auto&& f) {
       CUTLASS_PRAGMA_UNROLL
-      for (int k = 0; k < kHalf; k += 2) {
-        if (row_of(k) < t.rows) {
-          *reinterpret_cast<__nv_bfloat162*>(o + at(k)) =
-              __floats2bfloat162_rn(act_value<A, W>(t, acc, coord, gate_value<W>(k)),
-                                    act_value<A, W>(t, acc, coord, gate_value<W>(k) + 1));
+      for (int j = 0; j < kPairs; ++j) {
+        float gb[2] = {0.0f, 0.0f}, ub[2] = {0.0f, 0.0f};
+        if constexpr (kBias) {
+          CUTLASS_PRAGMA_UNROLL
+          for (int b = 0; b < 2; ++b) {
+            gb[b] = __ldg(t.bias + c0 + 8 * j + b);
+            ub[b] = __ldg(t.bias + cols + c0 + 8 * j + b);
+          }
+        }
+        CUTLASS_PRAGMA_UNROLL
+        for (int q = 0; q < 2; ++q) {
+          const int v = gate_value<W>(4 * j + 2 * q);
+          f(j, q, act_pair_value<A, kBias>(acc(v), acc(v + W / 2), gb[0], ub[0]),
+            act_pair_value<A, kBias>(acc(v + 1), acc(v + 1 + W / 2), gb[1], ub[1]));
         }
       }
+    };
+    // The first element of rows r0 and r0 + 8 in the intermediate, for elements of type T.
+    auto row_bases = [&](auto* out) {
+      using T = std::remove_pointer_t<decltype(out)>;
+      return cute::array<T*, 2>{out + int64_t{r0} * cols + c0, out + int64_t{r0 + 8} * cols + c0};
+    };
+    if (act_.format == ActFormat::kBF16) {
+      const auto base = row_bases(static_cast<__nv_bfloat16*>(t.out));
+      each_pair([&](int j, int q, float y0, float y1) {
+        store_b32_if(base[q] + 8 * j, bf16_pair_bits(y0, y1), keep[q]);
+      });
       return;
     }
 
-    // 1x128 blocks: the thread's two rows (flat bit 1), amax over the quad that shares them.
-    // Rows past the group's end take no part (their accumulators are the mainloop's zero-filled
-    // rows, but the pass never sees them either).
-    float y[kHalf];
+    // 1x128 blocks: the thread's two rows, amax over the quad that shares them.
+    float y[2][2 * kPairs];
     float amax[2] = {0.0f, 0.0f};
-    CUTLASS_PRAGMA_UNROLL
-    for (int k = 0; k < kHalf; ++k) {  // gate_value<W>(k)'s row bit is k's
-      y[k] = act_value<A, W>(t, acc, coord, gate_value<W>(k));
-      if (row_of(k) < t.rows) amax[(k >> 1) & 1] = quant::max_nan(amax[(k >> 1) & 1], fabsf(y[k]));
-    }
+    each_pair([&](int j, int q, float y0, float y1) {
+      y[q][2 * j] = y0;
+      y[q][2 * j + 1] = y1;
+      amax[q] = quant::max_nan(amax[q], quant::max_nan(fabsf(y0), fabsf(y1)));
+    });
     float scale[2], inv[2];
     CUTLASS_PRAGMA_UNROLL
-    for (int i = 0; i < 2; ++i) {
-      amax[i] = quant::max_nan(amax[i], __shfl_xor_sync(0xffffffffu, amax[i], 1));
-      amax[i] = quant::max_nan(amax[i], __shfl_xor_sync(0xffffffffu, amax[i], 2));
-      scale[i] = quant::fp8_scale_of(amax[i]);
-      inv[i] = 1.0f / scale[i];
+    for (int q = 0; q < 2; ++q) {
+      if (!keep[q]) amax[q] = 0.0f;
+      amax[q] = quant::max_nan(amax[q], __shfl_xor_sync(0xffffffffu, amax[q], 1));
+      amax[q] = quant::max_nan(amax[q], __shfl_xor_sync(0xffffffffu, amax[q], 2));
+      scale[q] = quant::fp8_scale_of(amax[q]);
+      inv[q] = 1.0f / scale[q];
     }
     if (act_.format == ActFormat::kFP8Block128) {
-      auto* o = static_cast<uint8_t*>(t.out);
+      const auto base = row_bases(static_cast<uint8_t*>(t.out));
       CUTLASS_PRAGMA_UNROLL
-      for (int k = 0; k < kHalf; k += 2) {
-        const int i = (k >> 1) & 1;
-        if (row_of(k) < t.rows) {
-          const uint16_t lo = quant::to_e4m3(y[k] * inv[i]);
-          const uint16_t hi = quant::to_e4m3(y[k + 1] * inv[i]);
-          *reinterpret_cast<uint16_t*>(o + at(k)) = static_cast<uint16_t>(lo | (hi << 8));
+      for (int q = 0; q < 2; ++q) {
+        CUTLASS_PRAGMA_UNROLL
+        for (int j = 0; j < kPairs; ++j) {
+          const uint16_t lo = quant::to_e4m3(y[q][2 * j] * inv[q]);
+          const uint16_t hi = quant::to_e4m3(y[q][2 * j + 1] * inv[q]);
+          store_b16_if(base[q] + 8 * j, static_cast<uint16_t>(lo | (hi << 8)), keep[q]);
         }
       }
       if ((threadIdx.x & 3) == 0) {  // a_block_scale_index within the group's block
         float* s = act_.ptr_scale[t.group] + int64_t{t.block} * t.rows;
         CUTLASS_PRAGMA_UNROLL
-        for (int i = 0; i < 2; ++i) {
-          if (row_of(2 * i) < t.rows) s[row_of(2 * i)] = scale[i];
+        for (int q = 0; q < 2; ++q) {
+          if (keep[q]) s[r0 + 8 * q] = scale[q];
         }
       }
       return;
     }
     // kFP8Block128AsBF16: the e4m3 round trip, dequantized value rounded to bf16.
-    auto* o = static_cast<__nv_bfloat16*>(t.out);
+    const auto base = row_bases(static_cast<__nv_bfloat16*>(t.out));
     CUTLASS_PRAGMA_UNROLL
-    for (int k = 0; k < kHalf; k += 2) {
-      const int i = (k >> 1) & 1;
-      if (row_of(k) < t.rows) {
-        const float a = quant::from_e4m3(quant::to_e4m3(y[k] * inv[i])) * scale[i];
-        const float b = quant::from_e4m3(quant::to_e4m3(y[k + 1] * inv[i])) * scale[i];
-        *reinterpret_cast<__nv_bfloat162*>(o + at(k)) = __floats2bfloat162_rn(a, b);
+    for (int q = 0; q < 2; ++q) {
+      CUTLASS_PRAGMA_UNROLL
+      for (int j = 0; j < kPairs; ++j) {
+        const float a = quant::from_e4m3(quant::to_e4m3(y[q][2 * j] * inv[q])) * scale[q];
+        const float b = quant::from_e4m3(quant::to_e4m3(y[q][2 * j + 1] * inv[q])) * scale[q];
+        store_b32_if(base[q] + 8 * j, bf16_pair_bits(a, b), keep[q]);
       }
     }
   }
