@@ -61,6 +61,20 @@ TEST(GemmTileConfig, CompiledTilesFitTheHardware) {
   EXPECT_EQ(b.tile_n % 128, 0) << "whole weight scale blocks along N";
 }
 
+// CUTLASS 4.2's blockwise scale producer splits a tile's scales over 32 lanes: fp8_block128's
+// tiles keep each operand's count at most 32 or a multiple of it (the kernels static_assert the
+// same on CUTLASS's counts); a 144-token tile with one scale per token would not (report 3 of
+// docs/upstream-cutlass.md: lanes 16-31 write offsets 144-159).
+TEST(GemmTileConfig, BlockScaledTilesFitTheStockScaleProducer) {
+  for (const GemmTileConfig& t : {compiled_tile_config(GemmOperand::kFP8Block128),
+                                  small_m_tile_config(GemmOperand::kFP8Block128)}) {
+    EXPECT_TRUE(stock_scale_producer_fits(t.tile_m)) << t.tile_m;        // one per row
+    EXPECT_TRUE(stock_scale_producer_fits(t.tile_n / 128)) << t.tile_n;  // one per weight block
+  }
+  for (int ok : {1, 2, 32, 64, 96, 128, 256}) EXPECT_TRUE(stock_scale_producer_fits(ok)) << ok;
+  for (int bad : {33, 48, 144, 200}) EXPECT_FALSE(stock_scale_producer_fits(bad)) << bad;
+}
+
 // bf16 alone has the swap-AB tile: 256 weight rows x 144 tokens, cluster along the weights.
 TEST(GemmTileConfig, SwapTile) {
   EXPECT_TRUE(has_swap_ab_tile(GemmOperand::kBF16));

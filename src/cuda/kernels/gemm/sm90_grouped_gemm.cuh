@@ -246,6 +246,21 @@ struct Sm90GroupedGemm {
       cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
                           PlainMainloop>>;
 
+  // CUTLASS's blockwise scale producer, which the block-scaled mainloops above inherit, copies a
+  // tile's scales within their stage only for counts it can split over 32 lanes.
+  template <class Mainloop>
+  static constexpr bool scale_producer_fits() {
+    if constexpr (kBlockScaled) {
+      return stock_scale_producer_fits(Mainloop::ScaleMsPerTile) &&
+             stock_scale_producer_fits(Mainloop::ScaleNsPerTile);
+    } else {
+      return true;
+    }
+  }
+  static_assert(scale_producer_fits<BuiltMainloop>(),
+                "CUTLASS's blockwise scale producer would copy this tile's scales past their "
+                "stage (stock_scale_producer_fits, gemm_tile_config.h)");
+
   using GemmKernel = PdlKernel<
       cutlass::gemm::kernel::GemmUniversal<ProblemShape, CollectiveMainloop, CollectiveEpilogue>>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<GemmKernel>;
