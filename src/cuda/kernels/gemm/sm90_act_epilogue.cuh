@@ -215,15 +215,9 @@ struct ActEpilogue : Base {
     t.bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
-    // The activation is picked once per tile, not per value.
-    switch (act_.activation) {
-      case Activation::kSwiGLU:
-        return store_tile_w<Activation::kSwiGLU>(t, acc, coord);
-      case Activation::kGeGLU:
-        return store_tile_w<Activation::kGeGLU>(t, acc, coord);
-      default:  // kSwiGLUOAI (the runner accepts gated activations only)
-        return store_tile_w<Activation::kSwiGLUOAI>(t, acc, coord);
-    }
+    with_activation(t.bias != nullptr, [&](auto kind, auto has_bias) {
+      store_tile<decltype(kind)::value, decltype(has_bias)::value, kInterleave>(t, acc, coord);
+    });
   }
 
   // The swap-AB tiles (bf16 intermediate): tile coordinate m is kRows weight rows, i.e. the
@@ -269,22 +263,31 @@ struct ActEpilogue : Base {
     const float* bias = act_.ptr_bias == nullptr ? nullptr : act_.ptr_bias[group];
     auto thr_mma = tiled_mma.get_thread_slice(thread_idx);
     auto coord = thr_mma.partition_C(make_identity_tensor(take<0, 2>(tile_shape_mnk)));
-    // The activation and whether there is a bias are picked once per tile, not per value.
-    auto store = [&](auto kind) {
-      constexpr Activation A = decltype(kind)::value;
-      if (bias != nullptr) {
-        store_swap<A, true, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
+    with_activation(bias != nullptr, [&](auto kind, auto has_bias) {
+      store_swap<decltype(kind)::value, decltype(has_bias)::value, kValues, kUp>(
+          out, col0, tokens, tok0, bias, acc, coord);
+    });
+  }
+
+  // f(kind, has_bias) with the tile's activation and whether it has a bias as compile-time
+  // constants (std::integral_constant<Activation, A>, std::bool_constant): both stores pick them
+  // once per tile, not per value.
+  template <class F>
+  CUTLASS_DEVICE void with_activation(bool has_bias, F&& f) const {
+    auto with_bias = [&](auto kind) {
+      if (has_bias) {
+        f(kind, std::true_type{});
       } else {
-        store_swap<A, false, kValues, kUp>(out, col0, tokens, tok0, bias, acc, coord);
+        f(kind, std::false_type{});
       }
     };
     switch (act_.activation) {
       case Activation::kSwiGLU:
-        return store(std::integral_constant<Activation, Activation::kSwiGLU>{});
+        return with_bias(std::integral_constant<Activation, Activation::kSwiGLU>{});
       case Activation::kGeGLU:
-        return store(std::integral_constant<Activation, Activation::kGeGLU>{});
-      default:  // kSwiGLUOAI
-        return store(std::integral_constant<Activation, Activation::kSwiGLUOAI>{});
+        return with_bias(std::integral_constant<Activation, Activation::kGeGLU>{});
+      default:  // kSwiGLUOAI (the runner accepts gated activations only)
+        return with_bias(std::integral_constant<Activation, Activation::kSwiGLUOAI>{});
     }
   }
 
@@ -384,14 +387,6 @@ struct ActEpilogue : Base {
   template <int W>
   static constexpr CUTLASS_HOST_DEVICE int inter_column(int c) {
     return c / (2 * W) * W + c % (2 * W);
-  }
-
-  // The 128x256 tile's store: the bias is a compile-time choice per tile.
-  template <Activation A, class AccTensor, class CoordTensor>
-  CUTLASS_DEVICE void store_tile_w(Tile const& t, AccTensor const& acc,
-                                   CoordTensor const& coord) const {
-    if (t.bias != nullptr) return store_tile<A, true, kInterleave>(t, acc, coord);
-    return store_tile<A, false, kInterleave>(t, acc, coord);
   }
 
   // Gate value k = 4j + 2q + b (flat gate_value<W>(k)) is row r0 + 8q, intermediate column

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Session 51, the second call of a lease whose first ran scripts/gpu-check.sh (the whole GPU suite,
+# the sanitizers and issue 3's rows; build folder `build`, kept by the warm machine):
+#   1. issue 4's rows (BENCH_SET=issue4, RUN_TESTS=0) at this commit, through gpu-check.sh into
+#      $OUT/check4 (it rebuilds only what changed);
+#   2. what the fused activation costs deepseek-v3 fp8_block128's GEMM1 at 8192 tokens since the
+#      new stores (session 50's Next 2): GEMM1 cut after the activation (SERVEKIT_DIAG_DYNAMIC_STOP=3)
+#      with the activation fused into its epilogue; without it (SERVEKIT_DYNAMIC_FUSED_ACT=0) GEMM1
+#      alone (stop 3, the bf16 intermediate's store) and with the separate pass (stop 4); two rounds,
+#      alternated, one lease.
+# Predictions: issue 4's rows within ~2% of session 49's H200 rows (a12e3a0; no static kernel changed,
+# `one_plus_exp` is in the static epilogue's activation). Fused GEMM1 + activation 150-250 us below
+# GEMM1 + the pass; fused minus GEMM1 alone (what the fused epilogue costs over a plain bf16 store)
+# under session 49's 284 us (old stores, H200).
+# Device (carry [".deps"]), right after the gpu-check call:
+#   SERVEKIT_COMMIT=<sha> BUDGET_S=580 bash bench/runs/2026-12-07-s51-rows.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-580}
+work_dir_out s51-rows
+say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+# ROWS_S: seconds kept for part 2 (six rows of ~15 s and the builds' slack).
+ROWS_S=${ROWS_S:-130}
+OUT="$OUT/check4" BUDGET_S=$(($(left) - ROWS_S)) BENCH_SET=issue4 RUN_TESTS=0 \
+  scripts/gpu-check.sh >"$W/check4.log" 2>&1
+say "gpu-check issue4 rc=$? $(tail -n 12 "$W/check4.log" | tr '\n' '|')"
+BIN=build/servekit
+ds=(--preset deepseek-v3 --quant fp8_block128 --routing uniform --path dynamic --tokens 8192)
+for round in 1 2; do
+  bench_row "ds-stop3-fused-$round" SERVEKIT_DIAG_DYNAMIC_STOP=3 -- "${ds[@]}"
+  bench_row "ds-stop3-plain-$round" SERVEKIT_DIAG_DYNAMIC_STOP=3 SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
+  bench_row "ds-stop4-pass-$round" SERVEKIT_DIAG_DYNAMIC_STOP=4 SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
+done
+say done
