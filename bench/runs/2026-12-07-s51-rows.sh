@@ -2,7 +2,7 @@
 # Session 51, the second call of a lease whose first ran scripts/gpu-check.sh (the whole GPU suite,
 # the sanitizers and issue 3's rows; build folder `build`, kept by the warm machine):
 #   1. issue 4's rows (BENCH_SET=issue4, RUN_TESTS=0) at this commit, through gpu-check.sh into
-#      $OUT/check4 (it rebuilds only what changed);
+#      check4/ of the work folder (it rebuilds only what changed);
 #   2. what the fused activation costs deepseek-v3 fp8_block128's GEMM1 at 8192 tokens since the
 #      new stores (session 50's Next 2): GEMM1 cut after the activation (SERVEKIT_DIAG_DYNAMIC_STOP=3)
 #      with the activation fused into its epilogue; without it (SERVEKIT_DYNAMIC_FUSED_ACT=0) GEMM1
@@ -17,11 +17,11 @@
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-580}
-work_dir_out s51-rows
+work_dir s51-rows  # at the end: OUT/s51-rows.tgz (every file) and OUT/s51-rows.txt
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 # ROWS_S: seconds kept for part 2 (six rows of ~15 s and the builds' slack).
 ROWS_S=${ROWS_S:-130}
-OUT="$OUT/check4" BUDGET_S=$(($(left) - ROWS_S)) BENCH_SET=issue4 RUN_TESTS=0 \
+OUT="$W/check4" BUDGET_S=$(($(left) - ROWS_S)) BENCH_SET=issue4 RUN_TESTS=0 \
   scripts/gpu-check.sh >"$W/check4.log" 2>&1
 say "gpu-check issue4 rc=$? $(tail -n 12 "$W/check4.log" | tr '\n' '|')"
 BIN=build/servekit
@@ -31,4 +31,5 @@ for round in 1 2; do
   bench_row "ds-stop3-plain-$round" SERVEKIT_DIAG_DYNAMIC_STOP=3 SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
   bench_row "ds-stop4-pass-$round" SERVEKIT_DIAG_DYNAMIC_STOP=4 SERVEKIT_DYNAMIC_FUSED_ACT=0 -- "${ds[@]}"
 done
+cp "$W/check4/summary.txt" "$OUT/s51-issue4-summary.txt" 2>/dev/null
 say done
