@@ -12,6 +12,11 @@
 # `one_plus_exp` is in the static epilogue's activation). Fused GEMM1 + activation 150-250 us below
 # GEMM1 + the pass; fused minus GEMM1 alone (what the fused epilogue costs over a plain bf16 store)
 # under session 49's 284 us (old stores, H200).
+# Ran once, session 51 at e805c2a on an H100 (BUDGET_S=370 ROWS_S=120, after
+# `OUT=$OUT/check BUDGET_S=585 BENCH_SET=issue3 scripts/gpu-check.sh` on the same lease;
+# bench/results/h100/ab/2026-12-07-s51-rows): issue 4's rows 51 of 52 (the last cut by the box);
+# GEMM1 medians fused 5680.6 / 5580.9, alone 5435.2 / 5398.8, + pass 5595.4 / 5635.4 us. The stop
+# rows end with rc=1: a stopped forward writes no output, so the bench's check fails them.
 # Device (carry [".deps"]), right after the gpu-check call:
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=580 bash bench/runs/2026-12-07-s51-rows.sh
 set -uo pipefail
