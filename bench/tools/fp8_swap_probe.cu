@@ -10,7 +10,7 @@
 // exits 1 (can_implement of empty arguments); it launches nothing.
 // Session 50: compiling is not enough. That mainloop's scale producer splits the tile's 144
 // token scales over 32 lanes as 5 x 32, so lanes 16-31 write shared offsets 144-159, the next
-// stage's first 16 scales (sm90_blockwise_exact_scales.cuh). The swap-AB fp8 tile of
+// stage's first 16 scales (docs/upstream-cutlass.md, report 3). The swap-AB fp8 tile of
 // bench/runs/s50-fp8-swap.patch (grouped_gemm_fp8_block128_swap.cu) replaces that producer.
 #define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED
 #include <cutlass/cutlass.h>

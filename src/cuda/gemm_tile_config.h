@@ -394,9 +394,8 @@ constexpr int64_t interleaved_w13_row(int64_t p, int64_t inter, int64_t w = 128)
 // which every block-scaled tile here inherits) keeps one operand's scales of a k-tile inside their
 // shared-memory stage: it splits them over its warp's 32 lanes, and a count above 32 that is not
 // a multiple of 32 is rounded up to the next multiple, whose extra copies land on the next stage's
-// scales
-// (docs/upstream-cutlass.md, report 3). Counts: a tile's rows (1x128 activation scales) and its
-// tile_n / 128 weight blocks.
+// scales (docs/upstream-cutlass.md, report 3). Counts: a tile's rows (1x128 activation scales) and
+// its tile_n / 128 weight blocks.
 constexpr bool stock_scale_producer_fits(int scales_per_tile) {
   return scales_per_tile <= 32 || scales_per_tile % 32 == 0;
 }
