@@ -23,7 +23,6 @@
 #include "cuda/kernels/gemm/sm90_act_epilogue.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_halves.cuh"
 #include "cuda/kernels/gemm/sm90_blockwise_overlap.cuh"
-#include "cuda/kernels/gemm/sm90_blockwise_quarters.cuh"
 #include "cuda/kernels/gemm/sm90_flat_tma_mainloop.cuh"
 #include "cuda/kernels/gemm/sm90_group_scalar.cuh"
 #include "cuda/kernels/pdl.cuh"
@@ -222,14 +221,6 @@ struct Sm90GroupedGemm {
   // the weights bounds it, and keeps CUTLASS's mainloop.
   static constexpr bool kOverlapPromotion = kBlockScaled && Sched == GemmSchedule::kCooperative;
   static constexpr bool kHalvesPromotion = kOverlapPromotion && TileN == 256;
-  // SERVEKIT_DIAG_FP8_QUARTERS (a build flag) = 1 runs the 128x256 tile's promotion in 64-column
-  // quarters overlapped with the group's next wgmma (sm90_blockwise_quarters.cuh) instead.
-#ifndef SERVEKIT_DIAG_FP8_QUARTERS
-#define SERVEKIT_DIAG_FP8_QUARTERS 0
-#endif
-  using WideTileMainloop =
-      cute::conditional_t<SERVEKIT_DIAG_FP8_QUARTERS == 1, QuartersPromotionMainloop<BuiltMainloop>,
-                          HalvesPromotionMainloop<BuiltMainloop>>;
   // bf16's producer with one descriptor per operand for the whole run instead of CUTLASS's
   // per-group ones (sm90_flat_tma_mainloop.cuh). On by default for both swap-AB tiles, where it
   // was measured faster; SERVEKIT_DIAG_FLAT_TMA (a build flag) = 0 turns it off, 2 puts it on every
@@ -251,7 +242,7 @@ struct Sm90GroupedGemm {
   using PlainMainloop =
       cute::conditional_t<kFlatTma, FlatTmaMainloop<BuiltMainloop, !SwapAB>, BuiltMainloop>;
   using CollectiveMainloop = cute::conditional_t<
-      kHalvesPromotion, WideTileMainloop,
+      kHalvesPromotion, HalvesPromotionMainloop<BuiltMainloop>,
       cute::conditional_t<kOverlapPromotion, OverlappedPromotionMainloop<BuiltMainloop>,
                           PlainMainloop>>;
 
