@@ -2,8 +2,9 @@
 # Session 52: fp8_block128's 128x256 tile with the promotion in 64-column quarters, each promoted
 # under the warp group's next quarter's wgmma (src/cuda/kernels/gemm/sm90_blockwise_quarters.cuh,
 # build flag SERVEKIT_DIAG_FP8_QUARTERS=1), against main's halves mainloop, one lease:
-#   1. a copy of the tree with bench/runs/s52-quarters.patch applied, built with the flag (servekit and the GPU tests, every core; main's build
-#      folder `build` is the one scripts/gpu-check.sh left on this lease, built here if absent);
+#   1. a copy of the tree with bench/runs/s52-quarters.patch applied, built with the flag
+#      (servekit and the GPU tests, every core; main's build folder `build` is the one
+#      scripts/gpu-check.sh left on this lease, built here if absent);
 #   2. the flagged build's GEMM and layer GPU tests (every fp8_block128 GEMM test, the quantized
 #      layer tests), then memcheck of its fp8_block128 GEMM tests;
 #   3. deepseek-v3 fp8_block128 at 8192 tokens, uniform, dynamic path, `--peer off`: the layer and
