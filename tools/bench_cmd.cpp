@@ -255,10 +255,11 @@ int cmd_bench(int argc, char** argv) {
     std::fprintf(stderr, "servekit: error: bench moe: %s\n", e.what());
     return 1;
   }
-  int failed = 0, skipped = 0;
+  int failed = 0, skipped = 0, stopped = 0;
   for (const auto& r : rows) {
     failed += r.status == "fail" || r.status == "error";
     skipped += r.status == "skipped";
+    stopped += r.status == "stopped";
   }
   if (!p.out.empty()) {
     write(rows);
@@ -268,8 +269,12 @@ int cmd_bench(int argc, char** argv) {
     }
     std::fprintf(stderr, "bench: wrote %zu rows to %s\n", rows.size(), p.out.c_str());
   }
-  std::printf("bench moe: %zu rows, %d failed, %d skipped\n", rows.size(), failed, skipped);
-  return failed ? 1 : 0;
+  std::printf("bench moe: %zu rows, %d failed, %d skipped", rows.size(), failed, skipped);
+  if (stopped)
+    std::printf(", %d stopped by SERVEKIT_DIAG_DYNAMIC_STOP (timed, output not checked)", stopped);
+  std::printf("\n");
+  // A stopped row's output was never checked: not a success either.
+  return failed || stopped ? 1 : 0;
 }
 
 }  // namespace servekit::cli

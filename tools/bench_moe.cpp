@@ -22,6 +22,7 @@
 #include "core/presets.h"
 #include "cuda/bench/l2_flush.h"
 #include "cuda/device_buffer.h"
+#include "cuda/dynamic_options.h"
 #include "cuda/peer/cublas_moe.h"
 #include "cuda/runtime.h"
 #include "cuda/static_moe.h"
@@ -380,13 +381,11 @@ void run_row(MoELayer& layer, Group& g, const BenchOptions& opt, int check_token
   const std::string diag = cuda::static_diag_times_report();
   if (!diag.empty()) std::printf("%s", diag.c_str());
 
-  if (!(row.rel_l2 <= check.gate)) {
-    row.status = "fail";
-    row.error = "rel_l2 " + fmt("%.3e", row.rel_l2) + " exceeds " + fmt("%.3e", check.gate);
-  } else if (!row.deterministic) {
-    row.status = "fail";
-    row.error = "the last timed replay differs from the checked one (non-deterministic)";
-  }
+  const RowVerdict verdict =
+      row_verdict(row.rel_l2, check.gate, row.deterministic, cuda::dynamic_stop_from_env(),
+                  row.kernels.rfind("dynamic", 0) == 0);
+  row.status = verdict.status;
+  row.error = verdict.error;
   if (opt.peer) run_peer(g, check, in, out, opt, flusher, s, row);
 }
 
@@ -514,7 +513,7 @@ class Runner {
 
   void report(BenchRow row) {
     std::printf("%s\n", table_line(row).c_str());
-    if (row.status == "fail" || row.status == "error")
+    if (row.status == "fail" || row.status == "error" || row.status == "stopped")
       std::printf("  ^ %s: %s\n", row.status.c_str(), row.error.c_str());
     std::fflush(stdout);
     rows_.push_back(std::move(row));

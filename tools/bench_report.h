@@ -19,8 +19,9 @@ struct BenchRow {
   std::string preset, quant, routing, path;  // path as requested: auto, static or dynamic
   int64_t tokens = 0;
   // "ok"; "fail" (wrong result: rel_l2 over tolerance or replays differ); "error" (an exception,
-  // see `error`); "skipped" (time budget); "unsupported" (the preset's shapes do not fit the
-  // format, e.g. H = 2880 with 128-blocks).
+  // see `error`); "stopped" (a dynamic-path row cut short by SERVEKIT_DIAG_DYNAMIC_STOP: timed,
+  // not checked; row_verdict); "skipped" (time budget); "unsupported" (the preset's shapes do not
+  // fit the format, e.g. H = 2880 with 128-blocks).
   std::string status = "ok";
   std::string error;
   double us = kNaN, us_min = kNaN;  // median and fastest timed replay
@@ -127,6 +128,33 @@ inline std::string fmt(const char* f, double v) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), f, v);
   return buf;
+}
+
+// The verdict of one checked row: `status` "ok", "fail" (rel_l2 over the gate, or a timed replay
+// whose output differs from the checked one) or "stopped": the row ran the dynamic path with
+// SERVEKIT_DIAG_DYNAMIC_STOP = dynamic_stop > 0, so the forward returned before writing its output
+// on purpose (timing attribution) and the check cannot say anything about the kernels. `error`
+// says why for anything but "ok". rel_l2 NaN (an output never written) is a failure.
+struct RowVerdict {
+  std::string status = "ok";
+  std::string error;
+};
+inline RowVerdict row_verdict(double rel_l2, double gate, bool deterministic, int dynamic_stop,
+                              bool ran_dynamic) {
+  RowVerdict v;
+  if (dynamic_stop > 0 && ran_dynamic) {
+    v.status = "stopped";
+    v.error = "SERVEKIT_DIAG_DYNAMIC_STOP=" + std::to_string(dynamic_stop) +
+              ": the forward stops after pass " + std::to_string(dynamic_stop) +
+              ", so its output is incomplete and not checked (timing only)";
+  } else if (!(rel_l2 <= gate)) {
+    v.status = "fail";
+    v.error = "rel_l2 " + fmt("%.3e", rel_l2) + " exceeds " + fmt("%.3e", gate);
+  } else if (!deterministic) {
+    v.status = "fail";
+    v.error = "the last timed replay differs from the checked one (non-deterministic)";
+  }
+  return v;
 }
 
 inline std::string table_header() {

@@ -244,6 +244,25 @@ TEST(BenchReport, TableLineShowsDashesForMissingNumbers) {
   EXPECT_EQ(table_header().find("preset"), 0u);
 }
 
+// A row's verdict: over the gate (or NaN: an output never written) or non-deterministic fails; a
+// dynamic-path row under SERVEKIT_DIAG_DYNAMIC_STOP is "stopped" whatever its check says (its
+// output is incomplete by design), and the variable does not touch rows that ran the static path.
+TEST(BenchReport, RowVerdict) {
+  EXPECT_EQ(row_verdict(1e-3, 1e-2, true, 0, true).status, "ok");
+  EXPECT_TRUE(row_verdict(1e-3, 1e-2, true, 0, true).error.empty());
+  const RowVerdict over = row_verdict(2e-2, 1e-2, true, 0, true);
+  EXPECT_EQ(over.status, "fail");
+  EXPECT_NE(over.error.find("2.000e-02 exceeds 1.000e-02"), std::string::npos) << over.error;
+  EXPECT_EQ(row_verdict(std::nan(""), 1e-2, true, 0, false).status, "fail");
+  EXPECT_EQ(row_verdict(1e-3, 1e-2, false, 0, true).status, "fail");
+  const RowVerdict stopped = row_verdict(std::nan(""), 1e-2, false, 3, true);
+  EXPECT_EQ(stopped.status, "stopped");
+  EXPECT_NE(stopped.error.find("SERVEKIT_DIAG_DYNAMIC_STOP=3"), std::string::npos);
+  EXPECT_EQ(row_verdict(1e-3, 1e-2, true, 3, true).status, "stopped");
+  EXPECT_EQ(row_verdict(1e-3, 1e-2, true, 3, false).status, "ok");
+  EXPECT_EQ(row_verdict(std::nan(""), 1e-2, true, 3, false).status, "fail");
+}
+
 // The ceilings are the H200's: the bench warns on any other card (bench_moe.cpp).
 TEST(BenchFloor, CeilingsDescribeTheH200Only) {
   EXPECT_TRUE(ceilings_describe("NVIDIA H200"));
