@@ -168,10 +168,7 @@ struct LaneFrags {
   double factor[4][4];  // [step][reg]
 };
 
-// bias_on_tc: int4's A registers as the one-token-tile k-loop has them (frags_biased: the
-// codes + 136, taken off by emulate_kblock's extra mma).
-LaneFrags emulate_lane(const StaticPackedMatrix& p, int64_t i, int64_t kb, int lane,
-                       bool bias_on_tc) {
+LaneFrags emulate_lane(const StaticPackedMatrix& p, int64_t i, int64_t kb, int lane) {
   const StaticFormat f = p.geom.format;
   const int g = lane / 4, t = lane % 4;
   const uint8_t* lane_bytes = p.bytes.data() +
@@ -214,10 +211,9 @@ LaneFrags emulate_lane(const StaticPackedMatrix& p, int64_t i, int64_t kb, int l
             EXPECT_TRUE(is_bf16(v)) << "the bf16 multiply of the fold must be exact";
             break;
           }
-          default: {  // int4: (128 + code + 8) - 136, or without the - 136
+          default: {  // int4: (128 + code + 8) - 136
             const uint32_t w = sm::static_int4_unpack(word, q);
-            v = bf16_value(static_cast<uint16_t>(w >> (16 * h))) - (bias_on_tc ? 0.0 : 136.0);
-            EXPECT_TRUE(is_bf16(v));
+            v = bf16_value(static_cast<uint16_t>(w >> (16 * h))) - 136.0;
             break;
           }
         }
@@ -240,18 +236,14 @@ LaneFrags emulate_lane(const StaticPackedMatrix& p, int64_t i, int64_t kb, int l
 // D[16][8] = W_tile(kb) . X^T as the kernel's mma steps compute it. x: [8][64] activations of the
 // k-block (token n, column k), read by lane (g, t) as x[g][8t..8t+7] and x[g][32+8t..32+8t+7].
 // PTX m16n8k16: A reg j of lane (g, t) holds (row g + 8 (j % 2), cols 2t + 8 (j / 2) + {0, 1});
-// B reg j holds (k 2t + 8j + {0, 1}, n g); D element (row, n). bias_on_tc: int4 the way the
-// one-token-tile k-loop does it, a second mma per step with kStaticInt4NegBias in every A
-// register, promoted with the step's own factors.
+// B reg j holds (k 2t + 8j + {0, 1}, n g); D element (row, n).
 void emulate_kblock(const StaticPackedMatrix& p, int64_t i, int64_t kb, const double (&x)[8][64],
-                    double (&d)[16][8], bool bias_on_tc = false) {
-  const double neg = bf16_value(static_cast<uint16_t>(sm::kStaticInt4NegBias));
-  EXPECT_EQ(sm::kStaticInt4NegBias >> 16, sm::kStaticInt4NegBias & 0xFFFF);
+                    double (&d)[16][8]) {
   for (int s = 0; s < 4; ++s) {
     double a[16][16] = {}, fa[16][16] = {}, b[16][8] = {};
     for (int lane = 0; lane < 32; ++lane) {
       const int g = lane / 4, t = lane % 4;
-      const LaneFrags lf = emulate_lane(p, i, kb, lane, bias_on_tc);
+      const LaneFrags lf = emulate_lane(p, i, kb, lane);
       for (int j = 0; j < 4; ++j)
         for (int h = 0; h < 2; ++h) {
           a[g + 8 * (j % 2)][2 * t + 8 * (j / 2) + h] = lf.a[s][j][h];
@@ -264,8 +256,7 @@ void emulate_kblock(const StaticPackedMatrix& p, int64_t i, int64_t kb, const do
     }
     for (int r = 0; r < 16; ++r)
       for (int n = 0; n < 8; ++n)
-        for (int k = 0; k < 16; ++k)
-          d[r][n] += (a[r][k] + (bias_on_tc ? neg : 0.0)) * fa[r][k] * b[k][n];
+        for (int k = 0; k < 16; ++k) d[r][n] += a[r][k] * fa[r][k] * b[k][n];
   }
 }
 
@@ -280,12 +271,10 @@ TEST_P(StaticLayout, KernelEmulationMatchesPlainProduct) {
   std::uniform_real_distribution<double> ux(-1.0, 1.0);
   for (int64_t i = 0; i < p.geom.tiles; ++i)
     for (int64_t kb = 0; kb < p.geom.kblocks; ++kb) {
-      double x[8][64], d[16][8] = {}, d_tc[16][8] = {};
+      double x[8][64], d[16][8] = {};
       for (auto& row : x)
         for (double& v : row) v = ux(rng);
       emulate_kblock(p, i, kb, x, d);
-      const bool int4 = sm::static_is_int4(p.geom.format);
-      if (int4) emulate_kblock(p, i, kb, x, d_tc, true);
       for (int r = 0; r < 16; ++r) {
         const int64_t row = sm::static_tile_row(p.geom, i, r);
         for (int n = 0; n < 8; ++n) {
@@ -299,14 +288,6 @@ TEST_P(StaticLayout, KernelEmulationMatchesPlainProduct) {
           ASSERT_NEAR(d[r][n], ref, 1e-12 * mag + 1e-300)
               << quant_name(c.q.method) << " tile " << i << " kb " << kb << " row " << row
               << " token " << n;
-          // The same sum with the +136 of every code cancelled by the constant's products,
-          // which are ~34x the codes' on average (136 against |code| <= 8): 1e-12 still holds
-          // with double's 53 bits.
-          if (int4) {
-            ASSERT_NEAR(d_tc[r][n], ref, 1e-12 * mag + 1e-300)
-                << "bias on the tensor cores, " << quant_name(c.q.method) << " tile " << i << " kb "
-                << kb << " row " << row << " token " << n;
-          }
         }
       }
     }

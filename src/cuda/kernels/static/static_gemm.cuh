@@ -127,21 +127,8 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
                                                   int last_off, const float* xs, int nts,
                                                   float (&acc)[4][4]) {
   using L = StaticLoader<F>;
-  // One token tile (the decode case): int4's codes keep their +136 and four more mma per k-block
-  // take 136 x (the activations' sum) off, one per 16 columns with every A register the
-  // constant -136: 16 HADD2 fewer, at 4 mma more on a tensor pipe that one tile leaves idle.
-  // Exact: 128 + code and -136 are exact in bf16, their products with bf16 activations exact
-  // in fp32, and the cancellation costs the fp32 sums ~5 of their 24 bits (|136 x| against
-  // |code x|, code in -8..7).
-  constexpr bool kBias = kNts == 1 && L::kBiasOnTensorCores;
   uint32_t a[4][4];
-  if constexpr (kBias) {
-    L::frags_biased(raw, a);
-  } else {
-    L::frags(raw, sc, a);
-  }
-  constexpr uint32_t kNeg[4] = {kStaticInt4NegBias, kStaticInt4NegBias, kStaticInt4NegBias,
-                                kStaticInt4NegBias};
+  L::frags(raw, sc, a);
   float rs[2][2];  // promotion scales [row g / g+8][half]
 #pragma unroll
   for (int r = 0; r < 2; ++r)
@@ -179,10 +166,6 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
       float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
       mma16<L::kF16>(d, a[0], b0.x, b0.y);
       mma16<L::kF16>(d, a[1], b0.z, b0.w);
-      if constexpr (kBias) {
-        mma16<L::kF16>(d, kNeg, b0.x, b0.y);
-        mma16<L::kF16>(d, kNeg, b0.z, b0.w);
-      }
       if constexpr (L::kPromote == 2 || kNts == 1) {
         promote(acc[nt], d, 0);
 #pragma unroll
@@ -190,10 +173,6 @@ __device__ __forceinline__ void static_mma_kblock(const uint4 (&raw)[StaticLoade
       }
       mma16<L::kF16>(d, a[2], b1.x, b1.y);
       mma16<L::kF16>(d, a[3], b1.z, b1.w);
-      if constexpr (kBias) {
-        mma16<L::kF16>(d, kNeg, b1.x, b1.y);
-        mma16<L::kF16>(d, kNeg, b1.z, b1.w);
-      }
       promote(hi, d, L::kPromote - 1);
     }
   }

@@ -212,10 +212,6 @@ SERVEKIT_HD constexpr int static_int4_bit(int q, int h) {
 SERVEKIT_HD constexpr uint32_t static_int4_unpack(uint32_t w, int q) {
   return ((w >> (4 * q)) & 0x000F000Fu) | 0x43004300u;
 }
-// bf16x2 (-136, -136). The one-token-tile k-loop leaves the 136 in its A registers and takes it
-// off on the tensor cores instead: one more mma per 16 columns with this constant as every A
-// register adds -136 x (the 16 activations' sum) to every row, exactly (static_mma_kblock).
-constexpr uint32_t kStaticInt4NegBias = 0xC308C308u;
 
 // ---- 4-bit scales -----------------------------------------------------------------------------
 // The weights go to the tensor cores as bf16 (value * 2^-126) * fold, fold = scale * 2^64 in

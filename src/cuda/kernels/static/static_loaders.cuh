@@ -17,8 +17,6 @@
 //                  (fp8_block128's per-row, per-128-column scales)
 //   kScalePairs    a scale block spans two k-blocks and only every other ring slot loads it
 //                  (static_scale_slot, static_gemm.cuh); needs an even kDepth
-//   kBiasOnTensorCores  frags_biased() gives the codes plus a constant bias that the one-token-tile
-//                  k-loop takes off with extra mma (int4: kStaticInt4NegBias, static_layout.h)
 // The 4-bit decoders are in static_layout.h (bit placement shared with the host packer).
 #pragma once
 
@@ -36,7 +34,7 @@ template <>
 struct StaticLoader<StaticFormat::kBF16> {
   static constexpr int kLoads = 4, kDepth = 2, kPromote = 0;
   static constexpr bool kScalePairs = false;
-  static constexpr bool kF16 = false, kActScales = false, kBiasOnTensorCores = false;
+  static constexpr bool kF16 = false, kActScales = false;
   using Scale = NoScale;
   __device__ __forceinline__ static void load_scale(const uint8_t*, Scale&, StaticPred) {}
   __device__ __forceinline__ static void frags(const uint4 (&raw)[kLoads], const Scale&,
@@ -59,7 +57,7 @@ template <uint32_t kMul, uint32_t kAdd>
 struct E2M1Loader {
   static constexpr int kLoads = 1, kDepth = 8, kPromote = 0;
   static constexpr bool kScalePairs = false;
-  static constexpr bool kF16 = false, kActScales = false, kBiasOnTensorCores = false;
+  static constexpr bool kF16 = false, kActScales = false;
   using Scale = uint32_t;  // bytes [g: h0, h1][g+8: h0, h1]
   __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     ldg_u32_pred(sc, p, pr);
@@ -106,13 +104,6 @@ struct Int4Loader {
   static constexpr bool kScalePairs = F == StaticFormat::kInt4G128;
   static_assert(!kScalePairs || kDepth % 2 == 0, "scale pairs need an even ring");
   static constexpr bool kF16 = false, kActScales = false;
-  // frags_biased: the codes without the subtraction, for static_mma_kblock's one-token-tile
-  // path (16 HADD2 per k-block traded for 4 mma with kStaticInt4NegBias).
-#if SERVEKIT_DIAG_INT4_HSUB  // build flag: the subtraction in registers, for A/B runs
-  static constexpr bool kBiasOnTensorCores = false;
-#else
-  static constexpr bool kBiasOnTensorCores = true;
-#endif
   using Scale = uint2;  // bf16: g32 [g: h0, h1][g+8: h0, h1]; g64 / g128 [g][g+8] in .x
   __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     if constexpr (F == StaticFormat::kInt4G32) {
@@ -130,15 +121,6 @@ struct Int4Loader {
 #pragma unroll
       for (int q = 0; q < 4; ++q)  // static_int4_unpack, one LOP3 after the shift
         a[s][q] = hsub2_bf16(and_or<0x000F000Fu, 0x43004300u>(w[s] >> (4 * q)), k136);
-  }
-  // bf16x2 (128 + biased code): static_int4_unpack without the subtraction.
-  __device__ __forceinline__ static void frags_biased(const uint4 (&raw)[kLoads],
-                                                      uint32_t (&a)[4][4]) {
-    const uint32_t w[4] = {raw[0].x, raw[0].y, raw[0].z, raw[0].w};
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) a[s][q] = and_or<0x000F000Fu, 0x43004300u>(w[s] >> (4 * q));
   }
   // Scale of row r (0: g, 1: g + 8) for half h of the k-block.
   __device__ __forceinline__ static float row_scale(const Scale& sc, int r, int h) {
@@ -170,7 +152,6 @@ struct Fp8Loader {
   static constexpr int kPromote = F == StaticFormat::kFP8Block128 ? 1 : 0;
   static constexpr bool kF16 = true;
   static constexpr bool kActScales = F == StaticFormat::kFP8Block128;
-  static constexpr bool kBiasOnTensorCores = false;
   using Scale = float2;  // block128: weight scales of tile rows 0..7 and 8..15; else unused
   __device__ __forceinline__ static void load_scale(const uint8_t* p, Scale& sc, StaticPred pr) {
     if constexpr (F == StaticFormat::kFP8Block128) {
