@@ -65,6 +65,38 @@ def details_table(path, rows, ix):
         print(f"{kid:>4} {k['name'][:60]:60} " + " ".join(cells))
 
 
+def raw_value(r, ix, metric, scale=1.0, fmt="{:9.1f}"):
+    """A raw-page metric scaled, or '-' when the page lacks it (ncu collects the default raw
+    metrics only without --section; with sections, e.g. the warp-state ones, others)."""
+    if metric not in ix or not r[ix[metric]]:
+        return "-"
+    return fmt.format(num(r[ix[metric]]) * scale).strip()
+
+
+# The warp-state sections' stall reasons on the raw page, as warps stalled per issued instruction.
+STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio")
+
+
+def raw_line(r, ix):
+    """One kernel of a raw-metrics page: duration, DRAM bytes and grid where collected, then the
+    pipes' and L2's busy shares and the four largest stall reasons where the sections gave them."""
+    line = (f"{r[ix['ID']]:>4} {short_name(r[ix['Kernel Name']])[:60]:60} "
+            f"{raw_value(r, ix, 'gpu__time_duration.sum', 1e-3)}us "
+            f"rd {raw_value(r, ix, 'dram__bytes_read.sum', 1e-6)}MB "
+            f"wr {raw_value(r, ix, 'dram__bytes_write.sum', 1e-6)}MB "
+            f"grid {r[ix['launch__grid_size']] if 'launch__grid_size' in ix else '-'}")
+    busy = [("tensor", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+            ("l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+            ("dram", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+            ("issue", "sm__issue_active.avg.pct_of_peak_sustained_elapsed")]
+    cells = [f"{name} {raw_value(r, ix, m, fmt='{:.1f}')}%" for name, m in busy if m in ix]
+    stalls = sorted(((num(r[i]), m.group(1)) for h, i in ix.items()
+                     if (m := STALL.fullmatch(h)) and r[i]), reverse=True)
+    if stalls:
+        cells.append("stalls " + ", ".join(f"{name} {v:.2f}" for v, name in stalls[:4]))
+    return line + ("\n     " + "; ".join(cells) if cells else "")
+
+
 for path in sys.argv[1:]:
     with open(path) as f:
         rows = list(csv.reader(line for line in f if not line.startswith("==")))
@@ -80,8 +112,4 @@ for path in sys.argv[1:]:
         continue
     print(f"# {path}: {len(rows) - 2} kernels")
     for r in rows[2:]:
-        print(f"{r[ix['ID']]:>4} {r[ix['Kernel Name']][:60]:60} "
-              f"{num(r[ix['gpu__time_duration.sum']]) / 1e3:9.1f}us "
-              f"rd {num(r[ix['dram__bytes_read.sum']]) / 1e6:9.1f}MB "
-              f"wr {num(r[ix['dram__bytes_write.sum']]) / 1e6:8.1f}MB "
-              f"grid {r[ix['launch__grid_size']]}")
+        print(raw_line(r, ix))

@@ -9,6 +9,11 @@
 #     mainloop's GEMM1 runs at ~970 TFLOP/s of padded MMAs, and promoting in quarters under the
 #     group's own next wgmma did not help (bench/results/h100/ab/2026-12-07-s52-quarters), so is it
 #     the stage barrier (waiting on TMA / L2), the wgmma, or shared memory?
+# Ran in session 53 at b1aa134 (same GEMMs as 1cf04f3) on an H100, the ncu branch
+# (bench/results/h100/ab/2026-12-07-s53-ncu-fp8): GEMM1 4596 us under ncu at ~1.60 GHz, tensor
+# pipe 67.4% busy, L2 85.7%, DRAM 58.5%, issue 32.1%; stalls per issue: barrier 2.13, long
+# scoreboard 2.01, wait 0.77, gmma 0.13. The table came from bench/ncu_table.py, which crashed on
+# this raw page (no DRAM byte counts) until session 53.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-07-s52-last.sh
 set -uo pipefail
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
