@@ -19,6 +19,8 @@
 # tests 76/76 and memcheck 0 errors on the new loop; SLOWER, +1.6 to +3.6% on every int4 row
 # (qwen3-235b 32 tokens 448.5 -> 464.5 us), mxfp4 level. The change left main for the patch, and
 # the script was rewritten to apply it (same builds, same rows; the roles of the two folders swap).
+# It repeated session 10's wip/int4-bias-mma (8 m16n8k8 mma per k-block, 15% slower; perf-notes,
+# tenth pass) with 4 m16n8k16: the same loss, smaller, for the same doubled mma chains.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=585 bash bench/runs/2026-12-07-s53-int4-bias.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
