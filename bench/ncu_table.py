@@ -66,11 +66,11 @@ def details_table(path, rows, ix):
 
 
 def raw_value(r, ix, metric, scale=1.0, fmt="{:9.1f}"):
-    """A raw-page metric scaled, or '-' when the page lacks it (ncu collects the default raw
-    metrics only without --section; with sections, e.g. the warp-state ones, others)."""
+    """A raw-page metric, scaled and formatted, or '-' in the same width when the page lacks it:
+    ncu's raw page holds its default metrics only when no --section is asked for."""
     if metric not in ix or not r[ix[metric]]:
-        return "-"
-    return fmt.format(num(r[ix[metric]]) * scale).strip()
+        return "-".rjust(len(fmt.format(0.0)))
+    return fmt.format(num(r[ix[metric]]) * scale)
 
 
 # The warp-state sections' stall reasons on the raw page, as warps stalled per issued instruction.
@@ -83,7 +83,7 @@ def raw_line(r, ix):
     line = (f"{r[ix['ID']]:>4} {short_name(r[ix['Kernel Name']])[:60]:60} "
             f"{raw_value(r, ix, 'gpu__time_duration.sum', 1e-3)}us "
             f"rd {raw_value(r, ix, 'dram__bytes_read.sum', 1e-6)}MB "
-            f"wr {raw_value(r, ix, 'dram__bytes_write.sum', 1e-6)}MB "
+            f"wr {raw_value(r, ix, 'dram__bytes_write.sum', 1e-6, '{:8.1f}')}MB "
             f"grid {r[ix['launch__grid_size']] if 'launch__grid_size' in ix else '-'}")
     busy = [("tensor", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
             ("l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
