@@ -16,7 +16,7 @@
 # less at one token (ramp and prefix), level on the controls.
 # Ran once, session 53 at b1aa134 (the change then on main, the old loop built from a copy with
 # -DSERVEKIT_DIAG_INT4_HSUB=1) on an H100 (BUDGET_S=585; bench/results/h100/ab/2026-12-07-s53-int4-bias):
-# tests 76/76 and memcheck 0 errors on the new loop; SLOWER, +1.6 to +3.6% on every int4 row
+# tests 76/76 and memcheck 0 errors on the new loop; SLOWER, +1.4 to +3.6% on every int4 row
 # (qwen3-235b 32 tokens 448.5 -> 464.5 us), mxfp4 level. The change left main for the patch, and
 # the script was rewritten to apply it (same builds, same rows; the roles of the two folders swap).
 # It repeated session 10's wip/int4-bias-mma (8 m16n8k8 mma per k-block, 15% slower; perf-notes,
