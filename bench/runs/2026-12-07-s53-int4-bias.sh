@@ -8,12 +8,14 @@
 #      tokens comes last (after step 3);
 #   3. the static path, uniform routing, µs, main ("hsub") and patched ("bias") alternated, two
 #      rounds: qwen3-235b-a22b and kimi-k2 int4_w4a16 at 1, 8 and 32 tokens (one token tile per
-#      task: the changed loop), qwen3-235b int4 128 tokens on one expert (mostly four token tiles,
-#      the old loop in both builds: a control) and gpt-oss-120b mxfp4 at 8 tokens (another format).
+#      task: the changed loop), qwen3-235b int4 at 128 tokens with `--routing one` (the hot
+#      expert's four 32-row tasks keep the old loop; each token's other seven choices put ~7 rows
+#      on every other expert, one token tile: the changed loop) and gpt-oss-120b mxfp4 at 8 tokens
+#      (another format: the control).
 # Prediction: the one-token-tile int4 k-block goes from ~76 instructions (SASS, session 11) to ~64
 # (16 HADD2 out, 4 HMMA in). The 4-bit k-loop issues on ~56% of the slots and ~76 per k-block is
 # more than the ceiling allows, so if issue bounds it: -6 to -12% on int4 at 8 and 32 tokens,
-# less at one token (ramp and prefix), level on the controls.
+# less at one token (ramp and prefix), level on the control.
 # Ran once, session 53 at b1aa134 (the change then on main, the old loop built from a copy with
 # -DSERVEKIT_DIAG_INT4_HSUB=1) on an H100 (BUDGET_S=585; bench/results/h100/ab/2026-12-07-s53-int4-bias):
 # tests 76/76 and memcheck 0 errors on the new loop; SLOWER, +1.4 to +3.6% on every int4 row
