@@ -9,6 +9,9 @@
 # help, a design with more warps or a deeper ring) or on dependencies and issue (wait, math
 # dependency, selected: fewer instructions or shorter chains would)? The tenth pass measured
 # issue ~56% at 8 tokens on an H200; the eleventh and nineteenth looked at one token only.
+# Ran once, session 53 at 1b9c4d3 on an H100 (BUDGET_S=430, 126 s;
+# bench/results/h100/ab/2026-12-07-s53-ncu-int4): GEMM1 262.1 us, DRAM 83.1%, issue 50.4%, stalls
+# long scoreboard 2.24 / wait 1.37 per issue; GEMM2 161.7 us, DRAM 67.9%, barrier 0.99.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-07-s53-ncu-int4.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
