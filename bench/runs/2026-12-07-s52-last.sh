@@ -28,12 +28,8 @@ source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-500}
 B=build
 work_dir_out s52-ncu
-env JOBS="$(nproc)" BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF \
-  >"$W/build.log" 2>&1 || { say "build failed: $(tail -n 20 "$W/build.log")"; exit 1; }
-say "built"
-NCU="--page raw --kernel-name regex:device_kernel --launch-count 1"
-NCU+=" --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats"
-NCU+=" --section MemoryWorkloadAnalysis"
+build_notests "$W/build.log"
+NCU="$NCU_RAW_STALLS --kernel-name regex:device_kernel --launch-count 1"
 profile_row ds-fp8-gemm1 "--preset deepseek-v3 --quant fp8_block128 --path dynamic --tokens 8192" "$NCU"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv >>"$W/$WORK_NAME.txt" 2>&1
 say done

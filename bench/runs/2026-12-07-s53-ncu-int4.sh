@@ -19,12 +19,8 @@ BUDGET_S=${BUDGET_S:-450}
 B=build
 work_dir_out s53-ncu-int4
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-env JOBS="$(nproc)" BUILD_DIR=$B SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF \
-  >"$W/build.log" 2>&1 || { say "build failed: $(tail -n 20 "$W/build.log")"; exit 1; }
-say "built"
-NCU="--page raw --kernel-name regex:static_gemm_kernel --launch-count 2"
-NCU+=" --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats"
-NCU+=" --section MemoryWorkloadAnalysis --section Occupancy"
+build_notests "$W/build.log"
+NCU="$NCU_RAW_STALLS --kernel-name regex:static_gemm_kernel --launch-count 2 --section Occupancy"
 profile_row int4-32 "--preset qwen3-235b-a22b --quant int4_w4a16 --path static --tokens 32" "$NCU"
 cat "$W/ncu-int4-32/ncu-table.txt" >>"$W/$WORK_NAME.txt" 2>/dev/null
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv >>"$W/$WORK_NAME.txt" 2>&1

@@ -24,6 +24,14 @@ build_tests() {
     "${extra[@]}" >"$1" 2>&1 || { say "build failed: $(tail -n 20 "$1")"; exit 1; }
   say "built"
 }
+# build_notests LOG: B built without the tests on every core; says "built", or ends the calling
+# script with the log's tail. Scripts of session 53 on (s52-last.sh was switched to it after its
+# ncu branch ran: same commands).
+build_notests() {
+  env JOBS="$(nproc)" BUILD_DIR="$B" SERVEKIT_WERROR=OFF scripts/build.sh -DSERVEKIT_TESTS=OFF >"$1" 2>&1 ||
+    { say "build failed: $(tail -n 20 "$1")"; exit 1; }
+  say "built"
+}
 # bench_row TAG ENV... -- BENCH_ARGS...: one `servekit bench moe` run of $BIN (default
 # $B/servekit) with the given environment (e.g. SERVEKIT_STATIC_ROW_COST=5), --peer off, into
 # $W/TAG.json and $W/TAG.log, time-boxed to 60 s and to left() (skipped with a line when under
@@ -153,6 +161,11 @@ NCU_GEMM_DETAILS="--page details --kernel-name regex:device_kernel --launch-coun
 NCU_GEMM_DETAILS+=" --section SpeedOfLight --section MemoryWorkloadAnalysis"
 NCU_GEMM_DETAILS+=" --section ComputeWorkloadAnalysis --section WarpStateStats --section LaunchStats"
 NCU_GEMM_DETAILS+=" --section Occupancy"
+# A stall profile on ncu's raw page, as profile_row's NCU_ARGS with --kernel-name and
+# --launch-count added: bench/ncu_table.py prints each kernel's pipe, L2, DRAM and issue shares
+# and its largest stall reasons. Scripts of session 53 on (s52-last.sh switched to it after it ran).
+NCU_RAW_STALLS="--page raw --section SpeedOfLight --section ComputeWorkloadAnalysis"
+NCU_RAW_STALLS+=" --section WarpStateStats --section MemoryWorkloadAnalysis"
 # memcheck_run TAG BUILD FILTER: compute-sanitizer memcheck of BUILD's GPU tests matching FILTER
 # into $W/memcheck-TAG.log, boxed to left() - 10 and skipped under 40 s left or without the tool;
 # says the summary. Needs W, left and say. Scripts of session 42 on (earlier ones wrote it out).
