@@ -12,7 +12,9 @@
 # Ran once, session 53 at 1b9c4d3 on an H100 (BUDGET_S=430, 126 s;
 # bench/results/h100/ab/2026-12-07-s53-ncu-int4): GEMM1 262.1 us, DRAM 83.1%, issue 50.4%, stalls
 # long scoreboard 2.24 / wait 1.37 per issue; GEMM2 161.7 us, DRAM 67.9%, barrier 0.99.
-# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-07-s53-ncu-int4.sh
+# TAG and ROW (environment) profile another static row the same way; the second run was
+# TAG=fp8-32 ROW="--preset deepseek-v3 --quant fp8_block128 --path static --tokens 32".
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> [TAG=.. ROW=..] bash bench/runs/2026-12-07-s53-ncu-int4.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-450}
@@ -21,7 +23,8 @@ work_dir_out s53-ncu-int4
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
 build_notests "$W/build.log"
 NCU="$NCU_RAW_STALLS --kernel-name regex:static_gemm_kernel --launch-count 2 --section Occupancy"
-profile_row int4-32 "--preset qwen3-235b-a22b --quant int4_w4a16 --path static --tokens 32" "$NCU"
-cat "$W/ncu-int4-32/ncu-table.txt" >>"$W/$WORK_NAME.txt" 2>/dev/null
+TAG=${TAG:-int4-32}
+profile_row "$TAG" "${ROW:---preset qwen3-235b-a22b --quant int4_w4a16 --path static --tokens 32}" "$NCU"
+cat "$W/ncu-$TAG/ncu-table.txt" >>"$W/$WORK_NAME.txt" 2>/dev/null
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.draw,power.limit --format=csv >>"$W/$WORK_NAME.txt" 2>&1
 say done
