@@ -13,7 +13,9 @@
 # bench/results/h100/ab/2026-12-07-s53-ncu-int4): GEMM1 262.1 us, DRAM 83.1%, issue 50.4%, stalls
 # long scoreboard 2.24 / wait 1.37 per issue; GEMM2 161.7 us, DRAM 67.9%, barrier 0.99.
 # TAG and ROW (environment) profile another static row the same way; the second run was
-# TAG=fp8-32 ROW="--preset deepseek-v3 --quant fp8_block128 --path static --tokens 32".
+# TAG=fp8-32 ROW="--preset deepseek-v3 --quant fp8_block128 --path static --tokens 32" at d702ceb
+# on an H100 (BUDGET_S=240; bench/results/h100/ab/2026-12-07-s53-ncu-fp8-static): GEMM1 1611.8 us,
+# DRAM 93.4%, long scoreboard 7.20; GEMM2 830.1 us, DRAM 90.8%.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> [TAG=.. ROW=..] bash bench/runs/2026-12-07-s53-ncu-int4.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
