@@ -2,9 +2,11 @@
 """Per-kernel table of the ncu CSV files written by scripts/gpu-profile.sh.
 
 usage: bench/ncu_table.py OUT/ncu-*.csv
-One line per profiled kernel: duration (us), DRAM MB read and written, grid size. For a CSV of
-ncu's details page (NCU_ARGS with --page details and sections, e.g. bench/runs/*-ncu-*.sh), one
-line per kernel of the section metrics in DETAILS below, where present.
+One line per profiled kernel: duration (us), DRAM MB read and written, grid size ('-' for what
+the page lacks), and, for a raw page collected with sections (NCU_RAW_STALLS in
+bench/runs/prelude.sh), a second line of the RAW_BUSY shares and the four largest stall reasons.
+For a CSV of ncu's details page (NCU_ARGS with --page details and sections, e.g.
+bench/runs/*-ncu-*.sh), one line per kernel of the section metrics in DETAILS below, where present.
 """
 import csv
 import re
@@ -75,6 +77,11 @@ def raw_value(r, ix, metric, scale=1.0, fmt="{:9.1f}"):
 
 # The warp-state sections' stall reasons on the raw page, as warps stalled per issued instruction.
 STALL = re.compile(r"smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio")
+# (label, raw metric): how busy a kernel kept the tensor pipe, L2, DRAM and the issue slots.
+RAW_BUSY = [("tensor", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
+            ("l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
+            ("dram", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+            ("issue", "sm__issue_active.avg.pct_of_peak_sustained_elapsed")]
 
 
 def raw_line(r, ix):
@@ -85,11 +92,7 @@ def raw_line(r, ix):
             f"rd {raw_value(r, ix, 'dram__bytes_read.sum', 1e-6)}MB "
             f"wr {raw_value(r, ix, 'dram__bytes_write.sum', 1e-6, '{:8.1f}')}MB "
             f"grid {r[ix['launch__grid_size']] if 'launch__grid_size' in ix else '-'}")
-    busy = [("tensor", "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"),
-            ("l2", "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
-            ("dram", "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
-            ("issue", "sm__issue_active.avg.pct_of_peak_sustained_elapsed")]
-    cells = [f"{name} {raw_value(r, ix, m, fmt='{:.1f}')}%" for name, m in busy if m in ix]
+    cells = [f"{name} {raw_value(r, ix, m, fmt='{:.1f}')}%" for name, m in RAW_BUSY if m in ix]
     stalls = sorted(((num(r[i]), m.group(1)) for h, i in ix.items()
                      if (m := STALL.fullmatch(h)) and r[i]), reverse=True)
     if stalls:
