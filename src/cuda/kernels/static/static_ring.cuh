@@ -66,8 +66,18 @@ struct RingCursor {
   }
 };
 
+// SERVEKIT_DIAG_RING_SYNC (session 54, for compute-sanitizer's racecheck; docs/perf-notes.md):
+// how a consumer warp hands a stage back to the producer. 0 (the default): lane 0 arrives on the
+// stage's empty barrier after a __syncwarp; 1: the same, and the producer fences the generic and
+// async proxies (fence.proxy.async) between its wait and the bulk copy; 2: every lane arrives (the
+// barrier counts 32 arrivals per warp), no __syncwarp.
+template <int kSync>
+constexpr uint32_t ring_empty_arrivals() {
+  return kSync == 2 ? kStaticWarps * 32 : kStaticWarps;
+}
+
 // The lane's codes of the next stage, into registers; then the warp frees the stage.
-template <StaticFormat F>
+template <StaticFormat F, int kSync>
 __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, uint64_t* empty,
                                           RingCursor& c, int warp, int lane,
                                           uint4 (&raw)[StaticLoader<F>::kLoads]) {
@@ -78,14 +88,18 @@ __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, u
   const uint8_t* codes = st + warp * (L::kLoads * 512) + lane * 16;
 #pragma unroll
   for (int q = 0; q < L::kLoads; ++q) raw[q] = lds128(codes + q * 512);
-  __syncwarp();
-  if (lane == 0) mbar_arrive(empty + c.stage);
+  if constexpr (kSync == 2) {
+    mbar_arrive(empty + c.stage);
+  } else {
+    __syncwarp();
+    if (lane == 0) mbar_arrive(empty + c.stage);
+  }
   c.advance<S>();
 }
 
 // The producer warp: every k-block of the CTA's range, in the consumers' order. Lane 0 copies
 // the codes and arms the stage's barrier.
-template <StaticFormat F, bool kDown>
+template <StaticFormat F, bool kDown, int kSync>
 __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
                              int u_last, int first_kb0, int last_kb1, uint8_t* ring, uint64_t* full,
                              uint64_t* empty, int lane) {
@@ -104,6 +118,7 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
       mbar_wait(empty + c.stage, c.phase ^ 1);  // a fresh barrier's previous phase is complete
       uint8_t* st = ring + c.stage * ring_stage_bytes<F>();
       if (lane == 0) {
+        if constexpr (kSync == 1) fence_proxy_async_smem();
         if (base != nullptr) {
           mbar_arrive_expect_tx(full + c.stage, static_cast<uint32_t>(kStride));
           bulk_copy_g2s(st, codes + kb * kStride, static_cast<uint32_t>(kStride), full + c.stage,
@@ -119,7 +134,7 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
 }
 
 // One unit's k-blocks on the consumer side (kNts as in static_unit_kloop).
-template <StaticFormat F, bool kDown, int kNts>
+template <StaticFormat F, bool kDown, int kNts, int kSync>
 __device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const StaticTask& task,
                                                 StaticUnitLoop& s, const uint8_t* ring,
                                                 uint64_t* full, uint64_t* empty, RingCursor& c,
@@ -137,14 +152,14 @@ __device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const
     }
     uint4 raw[L::kLoads];
     const typename L::Scale sc{};
-    ring_take<F>(ring, full, empty, c, s.warp, s.lane, raw);
+    ring_take<F, kSync>(ring, full, empty, c, s.warp, s.lane, raw);
     if (s.live)
       static_mma_kblock<F, kNts>(raw, sc, bk + (kb - s.w0) * 128, s.row_off, 8 * s.row_stride,
                                  s.last_off, s.sXs, nts, acc);
   }
 }
 
-template <StaticFormat F, bool kDown>
+template <StaticFormat F, bool kDown, int kSync = 0>
 __global__ void __launch_bounds__(kRingThreads, 2)
     static_ring_kernel(const __grid_constant__ StaticGemmParams p) {
   static_assert(static_uses_ring(F), "this format uses static_gemm_kernel");
@@ -162,7 +177,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
       mbar_init(full + i, 1);
-      mbar_init(empty + i, kStaticWarps);
+      mbar_init(empty + i, ring_empty_arrivals<kSync>());
     }
     mbar_init_fence();
   }
@@ -173,8 +188,8 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
 
   if (warp == kStaticWarps) {  // the producer (GEMM2's streams its weights before the wait)
-    ring_produce<F, kDown>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring, full,
-                           empty, lane);
+    ring_produce<F, kDown, kSync>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring,
+                                  full, empty, lane);
     return;
   }
   if constexpr (kDown) {
@@ -217,14 +232,14 @@ __global__ void __launch_bounds__(kRingThreads, 2)
                      w0,   w1,     win, row_stride, row_off,  last_off, live,
                      warp, lane,   g,   t,          1.0f,     sB,       nullptr};
     if (nts == 1) {  // warp-uniform: the common decode case gets straight-line code
-      ring_unit_kloop<F, kDown, 1>(p, task, s, ring, full, empty, c, acc);
+      ring_unit_kloop<F, kDown, 1, kSync>(p, task, s, ring, full, empty, c, acc);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {  // the k-blocks' second halves (static_mma_kblock)
         acc[0][i] += acc[1][i];
         acc[1][i] = 0.0f;
       }
     } else {
-      ring_unit_kloop<F, kDown, 0>(p, task, s, ring, full, empty, c, acc);
+      ring_unit_kloop<F, kDown, 0, kSync>(p, task, s, ring, full, empty, c, acc);
     }
     static_diag_stamp(p, 2);
 
