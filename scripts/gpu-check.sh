@@ -6,7 +6,8 @@
 #      already be in .deps (scripts/device-deps.sh): the device reaches no registry, so pass
 #      carry [".deps"])
 #   3. GPU tests (ctest -L gpu) and CPU tests (ctest -L cpu)
-#   4. compute-sanitizer memcheck on a small layer forward and a tiny benchmark row (peer included)
+#   4. compute-sanitizer: memcheck on a small layer forward and tiny benchmark rows (peer included),
+#      racecheck (the static kernels, the bf16 ring where it wraps), synccheck and initcheck
 #   5. the MoE benchmark, rows chosen by BENCH_SET (quick | issue3 | full), time-boxed
 #   6. a short summary table
 # Environment:
@@ -163,11 +164,29 @@ elif ((BUILD_OK)) && [[ -n $SANITIZER ]]; then
     "$BUILD_DIR/servekit" bench moe --preset tiny --quant bf16,fp8_block128,int4_w4a16 \
     --tokens 1,8,33 \
     --routing uniform --path both --repeats 2 --warmup 1 --check-tokens 8 --threads 4
-  # The static kernel's shared-memory ring (mbarriers, bulk copies, a producer warp): races.
+  # Shared-memory races: the register-ring kernels' activation window (tiny), and the bf16 ring
+  # kernel (mbarriers, bulk copies, a producer warp) where its ring wraps: qwen3-30b-a3b gives a
+  # CTA tens of k-blocks, the tiny preset one or two (until session 54 this stage ran only the
+  # tiny rows, so the ring's stage reuse was never checked).
   run_stage racecheck "$(cap $(($(left) - 70)) 90)" "$OUT/sanitizer.log" \
     "$SANITIZER" --tool racecheck --error-exitcode 1 \
     "$BUILD_DIR/servekit" bench moe --preset tiny --quant fp8_block128,mxfp4_w4a16 --tokens 5 \
     --routing uniform --path static --repeats 1 --warmup 0 --check-tokens 5 --threads 4 --peer off
+  run_stage racecheck-ring "$(cap $(($(left) - 60)) 90)" "$OUT/sanitizer.log" \
+    "$SANITIZER" --tool racecheck --error-exitcode 1 \
+    "$BUILD_DIR/servekit" bench moe --preset qwen3-30b-a3b --quant bf16 --tokens 8 \
+    --routing uniform --path static --repeats 1 --warmup 0 --check-tokens 1 --threads 8 --peer off
+  # Barrier misuse (synccheck) and reads of never-written device memory (initcheck), every
+  # format, both paths (a few seconds each on the tiny preset).
+  for tool in synccheck initcheck; do
+    run_stage "$tool" "$(cap $(($(left) - 50)) 60)" "$OUT/sanitizer.log" \
+      "$SANITIZER" --tool "$tool" --error-exitcode 1 \
+      "$BUILD_DIR/servekit" bench moe --preset tiny \
+      --quant bf16,fp8_per_tensor,fp8_block128,mxfp4_w4a16,nvfp4_w4a16,int4_w4a16 --tokens 1,8,33 \
+      --routing uniform --path both --check-tokens 8 \
+      --then --preset tiny --quant mxfp4_w4a8 --tokens 1,8,33 --routing uniform --path dynamic \
+      --check-tokens 8 --repeats 1 --warmup 0 --threads 4 --peer off
+  done
   grep -E "ERROR SUMMARY|Invalid|error" "$OUT/sanitizer.log" | head -n 20
 elif ((BUILD_OK)); then
   echo "compute-sanitizer not found (PATH, /usr/local/cuda*)" | tee -a "$OUT/sanitizer.log"

@@ -8,7 +8,6 @@
 
 #include <cuda_runtime.h>
 
-#include "core/env.h"
 #include "cuda/kernels/static/static_gemm.cuh"
 #include "cuda/kernels/static/static_launch.h"
 #include "cuda/kernels/static/static_ring.cuh"
@@ -48,9 +47,6 @@ struct StaticKernels {
   static constexpr int kSmem = kRing ? kRingSmemBytes : kStaticSmemBytes;
   static auto gemm(bool down) {
     if constexpr (kRing) {
-      static const int sync = static_cast<int>(env_int("SERVEKIT_DIAG_RING_SYNC", 0, 2, 0));
-      if (sync == 1) return down ? static_ring_kernel<F, true, 1> : static_ring_kernel<F, false, 1>;
-      if (sync == 2) return down ? static_ring_kernel<F, true, 2> : static_ring_kernel<F, false, 2>;
       return down ? static_ring_kernel<F, true> : static_ring_kernel<F, false>;
     } else {
       return down ? static_gemm_kernel<F, true> : static_gemm_kernel<F, false>;

@@ -14,9 +14,9 @@
 // Stage s holds one k-block of the unit: the codes of its 8 tiles (static_kblock_stride bytes,
 // in global order). Formats with scales are not on the ring (static_uses_ring; the versions that
 // staged scales too are branches wip/ring4 and wip/fp8-ring). full[s] completes when the copy
-// has landed (the producer's arrive.expect_tx plus the copy's bytes); empty[s] when all 8
-// consumer warps have read the stage into registers. The phase bit of both flips at every pass
-// over the ring.
+// has landed (the producer's arrive.expect_tx plus the copy's bytes); empty[s] when every lane
+// of the 8 consumer warps has read its part of the stage into registers (ring_take). The phase bit
+// of both flips at every pass over the ring.
 //
 // The consumer side is static_gemm_kernel's unit loop (stage the window, k-loop, fix-up,
 // epilogue, combine) over the 8 consumer warps, with named barriers instead of __syncthreads.
@@ -36,6 +36,8 @@ constexpr int kRingThreads = kStaticThreads + 32;  // 8 consumer warps, then the
 constexpr int kRingBytes = 48 * 1024;              // the weight stages
 constexpr int kRingWindowBytes = 56 * 1024;        // the activation window
 constexpr int kRingMaxStages = 32;
+// Arrivals that free a stage: every lane of the 8 consumer warps (ring_take).
+constexpr uint32_t kRingEmptyArrivals = kStaticWarps * 32;
 constexpr int kRingSmemBytes = kRingBytes + kRingWindowBytes + 2 * kRingMaxStages * 8;
 // Two CTAs per SM (the grid and the partials workspace assume kStaticMaxCtasPerSm = 2): an SM has
 // 227 KB of shared memory, of which the runtime reserves 1 KB per CTA; 1 KB more for the small
@@ -66,18 +68,14 @@ struct RingCursor {
   }
 };
 
-// SERVEKIT_DIAG_RING_SYNC (session 54, for compute-sanitizer's racecheck; docs/perf-notes.md):
-// how a consumer warp hands a stage back to the producer. 0 (the default): lane 0 arrives on the
-// stage's empty barrier after a __syncwarp; 1: the same, and the producer fences the generic and
-// async proxies (fence.proxy.async) between its wait and the bulk copy; 2: every lane arrives (the
-// barrier counts 32 arrivals per warp), no __syncwarp.
-template <int kSync>
-constexpr uint32_t ring_empty_arrivals() {
-  return kSync == 2 ? kStaticWarps * 32 : kStaticWarps;
-}
-
-// The lane's codes of the next stage, into registers; then the warp frees the stage.
-template <StaticFormat F, int kSync>
+// The lane's codes of the next stage, into registers; then the lane frees its part of the stage.
+// Every lane arrives on the empty barrier (kRingEmptyArrivals), each after its own reads: with
+// lane 0 arriving for the warp after a __syncwarp, compute-sanitizer's racecheck reported the
+// producer's next bulk copy into the stage as racing with the other lanes' reads (millions of
+// hazards per forward; a fence.proxy.async before the copy did not change that). Every lane
+// arriving is clean under racecheck and measured level on the bf16 rows (session 54,
+// docs/perf-notes.md).
+template <StaticFormat F>
 __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, uint64_t* empty,
                                           RingCursor& c, int warp, int lane,
                                           uint4 (&raw)[StaticLoader<F>::kLoads]) {
@@ -88,18 +86,13 @@ __device__ __forceinline__ void ring_take(const uint8_t* ring, uint64_t* full, u
   const uint8_t* codes = st + warp * (L::kLoads * 512) + lane * 16;
 #pragma unroll
   for (int q = 0; q < L::kLoads; ++q) raw[q] = lds128(codes + q * 512);
-  if constexpr (kSync == 2) {
-    mbar_arrive(empty + c.stage);
-  } else {
-    __syncwarp();
-    if (lane == 0) mbar_arrive(empty + c.stage);
-  }
+  mbar_arrive(empty + c.stage);
   c.advance<S>();
 }
 
 // The producer warp: every k-block of the CTA's range, in the consumers' order. Lane 0 copies
 // the codes and arms the stage's barrier.
-template <StaticFormat F, bool kDown, int kSync>
+template <StaticFormat F, bool kDown>
 __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks, int u_first,
                              int u_last, int first_kb0, int last_kb1, uint8_t* ring, uint64_t* full,
                              uint64_t* empty, int lane) {
@@ -118,7 +111,6 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
       mbar_wait(empty + c.stage, c.phase ^ 1);  // a fresh barrier's previous phase is complete
       uint8_t* st = ring + c.stage * ring_stage_bytes<F>();
       if (lane == 0) {
-        if constexpr (kSync == 1) fence_proxy_async_smem();
         if (base != nullptr) {
           mbar_arrive_expect_tx(full + c.stage, static_cast<uint32_t>(kStride));
           bulk_copy_g2s(st, codes + kb * kStride, static_cast<uint32_t>(kStride), full + c.stage,
@@ -134,7 +126,7 @@ __device__ void ring_produce(const StaticGemmParams& p, int ntasks, int kblocks,
 }
 
 // One unit's k-blocks on the consumer side (kNts as in static_unit_kloop).
-template <StaticFormat F, bool kDown, int kNts, int kSync>
+template <StaticFormat F, bool kDown, int kNts>
 __device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const StaticTask& task,
                                                 StaticUnitLoop& s, const uint8_t* ring,
                                                 uint64_t* full, uint64_t* empty, RingCursor& c,
@@ -152,14 +144,14 @@ __device__ __forceinline__ void ring_unit_kloop(const StaticGemmParams& p, const
     }
     uint4 raw[L::kLoads];
     const typename L::Scale sc{};
-    ring_take<F, kSync>(ring, full, empty, c, s.warp, s.lane, raw);
+    ring_take<F>(ring, full, empty, c, s.warp, s.lane, raw);
     if (s.live)
       static_mma_kblock<F, kNts>(raw, sc, bk + (kb - s.w0) * 128, s.row_off, 8 * s.row_stride,
                                  s.last_off, s.sXs, nts, acc);
   }
 }
 
-template <StaticFormat F, bool kDown, int kSync = 0>
+template <StaticFormat F, bool kDown>
 __global__ void __launch_bounds__(kRingThreads, 2)
     static_ring_kernel(const __grid_constant__ StaticGemmParams p) {
   static_assert(static_uses_ring(F), "this format uses static_gemm_kernel");
@@ -177,7 +169,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   if (threadIdx.x == 0) {
     for (int i = 0; i < S; ++i) {
       mbar_init(full + i, 1);
-      mbar_init(empty + i, ring_empty_arrivals<kSync>());
+      mbar_init(empty + i, kRingEmptyArrivals);
     }
     mbar_init_fence();
   }
@@ -188,8 +180,8 @@ __global__ void __launch_bounds__(kRingThreads, 2)
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
 
   if (warp == kStaticWarps) {  // the producer (GEMM2's streams its weights before the wait)
-    ring_produce<F, kDown, kSync>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring,
-                                  full, empty, lane);
+    ring_produce<F, kDown>(p, ntasks, kblocks, u_first, u_last, first_kb0, last_kb1, ring, full,
+                           empty, lane);
     return;
   }
   if constexpr (kDown) {
@@ -232,14 +224,14 @@ __global__ void __launch_bounds__(kRingThreads, 2)
                      w0,   w1,     win, row_stride, row_off,  last_off, live,
                      warp, lane,   g,   t,          1.0f,     sB,       nullptr};
     if (nts == 1) {  // warp-uniform: the common decode case gets straight-line code
-      ring_unit_kloop<F, kDown, 1, kSync>(p, task, s, ring, full, empty, c, acc);
+      ring_unit_kloop<F, kDown, 1>(p, task, s, ring, full, empty, c, acc);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {  // the k-blocks' second halves (static_mma_kblock)
         acc[0][i] += acc[1][i];
         acc[1][i] = 0.0f;
       }
     } else {
-      ring_unit_kloop<F, kDown, 0, kSync>(p, task, s, ring, full, empty, c, acc);
+      ring_unit_kloop<F, kDown, 0>(p, task, s, ring, full, empty, c, acc);
     }
     static_diag_stamp(p, 2);
 
