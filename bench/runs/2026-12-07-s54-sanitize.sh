@@ -13,6 +13,10 @@
 #     tiny preset, every format, both paths, and on the qwen3-30b bf16 static rows.
 # Each stage is time-boxed; --print-limit keeps the logs short; the summary lists every stage's
 # ERROR / RACECHECK SUMMARY line.
+# Ran once, session 54 at 2e84c5d on an H100 (BUDGET_S=500, 223 s; bench/results/h100/ab/
+# 2026-12-07-s54-sanitize): racecheck-ring 1 error (the producer's bulk copy against the
+# consumers' reads of a stage; 2026-12-07-s54-ring-sync.sh followed it up), every other stage
+# 0 errors / 0 hazards, every row ok.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-07-s54-sanitize.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
