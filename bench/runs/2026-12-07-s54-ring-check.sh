@@ -3,7 +3,8 @@
 # barrier; 2026-12-07-s54-ring-sync.sh measured it as SERVEKIT_DIAG_RING_SYNC=2: racecheck clean,
 # level on the bf16 rows): main built with the tests, then the static and layer GPU tests against
 # the CPU reference, then racecheck of the bf16 ring kernel where the ring wraps (qwen3-30b-a3b,
-# 8 and 33 tokens, uniform and all on one expert) and the memcheck of its GPU tests.
+# 8 and 33 tokens uniform, 33 all on one expert), then synccheck and racecheck of the dynamic
+# path's GEMMs where their pipelines wrap.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-07-s54-ring-check.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -15,8 +16,20 @@ SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 
 build_tests "$W/build.log"
 gtest_run static "$B" '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' 240
 timeout $(($(left) - 40)) "$SAN" --tool racecheck --error-exitcode 1 --print-limit 10 \
-  "$B/servekit" bench moe --preset qwen3-30b-a3b --quant bf16 --tokens 8,33 --routing uniform,one \
-  --path static --check-tokens 1 --repeats 1 --warmup 0 --threads 8 --peer off >"$W/racecheck-ring.log" 2>&1
+  "$B/servekit" bench moe --preset qwen3-30b-a3b --quant bf16 --tokens 8,33 --routing uniform \
+  --path static --check-tokens 1 --then --preset qwen3-30b-a3b --quant bf16 --tokens 33 \
+  --routing one --path static --check-tokens 1 --repeats 1 --warmup 0 --threads 8 --peer off \
+  >"$W/racecheck-ring.log" 2>&1
 say "racecheck ring rc=$? $(grep -hE 'RACECHECK SUMMARY' "$W/racecheck-ring.log" | tr -s ' ')"
-memcheck_run bf16 "$B" '*StaticMoECuda*bf16*'
+# The dynamic path's GEMM pipelines where they wrap (K = 2048: 16-32 k-tiles against 4-7 stages;
+# the tiny preset's K = 256 never wraps them): our mainloops (sm90_blockwise_halves, the flat TMA
+# producer) and epilogues, synccheck first (seconds), then racecheck with what is left.
+DYN=(--preset qwen3-30b-a3b --quant bf16,fp8_block128 --tokens 256 --routing uniform --path dynamic
+  --check-tokens 1 --repeats 1 --warmup 0 --threads 8 --peer off)
+for tool in synccheck racecheck; do
+  (($(left) < 50)) && { say "$tool dynamic skipped (budget)"; continue; }
+  timeout $(($(left) - 25)) "$SAN" --tool $tool --error-exitcode 1 --print-limit 10 \
+    "$B/servekit" bench moe "${DYN[@]}" >"$W/$tool-dynamic.log" 2>&1
+  say "$tool dynamic rc=$? $(grep -hE '(ERROR|RACECHECK) SUMMARY' "$W/$tool-dynamic.log" | tr -s ' ')"
+done
 say done
