@@ -5,6 +5,11 @@
 # the CPU reference, then racecheck of the bf16 ring kernel where the ring wraps (qwen3-30b-a3b,
 # 8 and 33 tokens uniform, 33 all on one expert), then synccheck and racecheck of the dynamic
 # path's GEMMs where their pipelines wrap.
+# Ran once, session 54 at 9f2280a on an H100 (BUDGET_S=430, 333 s; bench/results/h100/ab/
+# 2026-12-07-s54-ring-check): static and layer GPU tests 76/76; racecheck of the ring 0 hazards
+# (three rows ok); synccheck of the dynamic rows 0 errors; racecheck of the dynamic rows 8 hazard
+# sites, all in the fp8_block128 row (CUTLASS's ping-pong blockwise mainloop: its cp.async scale
+# copies against the consumers' scale reads; docs/perf-notes.md, fifty-fourth pass), bf16 none.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=<s> bash bench/runs/2026-12-07-s54-ring-check.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
