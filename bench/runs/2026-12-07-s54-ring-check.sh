@@ -17,7 +17,7 @@ BUDGET_S=${BUDGET_S:-480}
 B=build
 work_dir_out s54-ring-check
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+SAN=$(sanitizer_path)
 build_tests "$W/build.log"
 gtest_run static "$B" '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' 240
 timeout $(($(left) - 40)) "$SAN" --tool racecheck --error-exitcode 1 --print-limit 10 \

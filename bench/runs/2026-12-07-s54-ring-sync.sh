@@ -23,7 +23,7 @@ BUDGET_S=${BUDGET_S:-420}
 B=build
 work_dir_out s54-ring-sync
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+SAN=$(sanitizer_path)
 build_notests "$W/build.log"
 for s in 0 1 2; do
   (($(left) < 200)) && { say "racecheck sync=$s skipped (budget)"; continue; }

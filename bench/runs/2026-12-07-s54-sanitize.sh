@@ -24,7 +24,7 @@ BUDGET_S=${BUDGET_S:-480}
 B=build
 work_dir_out s54-sanitize
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-SAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+SAN=$(sanitizer_path)
 [[ -n $SAN ]] || { say "compute-sanitizer not found"; exit 1; }
 say "$("$SAN" --version | tail -n 1)"
 build_notests "$W/build.log"

@@ -166,12 +166,18 @@ NCU_GEMM_DETAILS+=" --section Occupancy"
 # and its largest stall reasons. Scripts of session 53 on (s52-last.sh switched to it after it ran).
 NCU_RAW_STALLS="--page raw --section SpeedOfLight --section ComputeWorkloadAnalysis"
 NCU_RAW_STALLS+=" --section WarpStateStats --section MemoryWorkloadAnalysis"
+# sanitizer_path: compute-sanitizer's path (PATH, then /usr/local/cuda*/bin), empty when there is
+# none. memcheck_run and the sanitizer scripts of session 54 (switched to it after their calls ran:
+# the same lookup).
+sanitizer_path() {
+  command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1
+}
 # memcheck_run TAG BUILD FILTER: compute-sanitizer memcheck of BUILD's GPU tests matching FILTER
 # into $W/memcheck-TAG.log, boxed to left() - 10 and skipped under 40 s left or without the tool;
 # says the summary. Needs W, left and say. Scripts of session 42 on (earlier ones wrote it out).
 memcheck_run() {
   local cs
-  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -n 1)
+  cs=$(sanitizer_path)
   if [[ -z $cs ]] || (($(left) <= 40)); then
     say "memcheck $1 skipped"
     return
