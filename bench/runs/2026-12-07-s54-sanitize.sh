@@ -3,8 +3,8 @@
 # never reached (any card: correctness, not timing).
 #   - racecheck of the static bf16 kernel with the shared-memory weight ring (static_ring.cuh: a
 #     producer warp, mbarriers, bulk copies; the only static kernel with them). gpu-check's
-#     racecheck stage runs fp8_block128 and mxfp4_w4a16, which have been on the register ring
-#     since session 11 made the ring bf16-only, and its tiny preset gives a CTA at most a k-block
+#     racecheck stage runs fp8_block128 and mxfp4_w4a16 (written for an earlier pipelined kernel,
+#     since reverted; both are on the register ring), and its tiny preset gives a CTA at most a k-block
 #     or two, so the ring never wraps (its phase bits never flip). qwen3-30b-a3b at 1 / 8 / 33
 #     tokens gives CTAs tens of k-blocks; `one` at 33 tokens adds a 32-row virtual task (four token
 #     tiles, the window sliding). Plus the tiny preset in every format, both paths.
