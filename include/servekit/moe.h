@@ -149,6 +149,15 @@ class MoELayer {
   // Runs the layer. out: [T, H] bf16 contiguous on the layer's device, 1 <= T <= max_num_tokens.
   // stream: a cudaStream_t for the CUDA backend (nullptr = default stream), ignored on the CPU.
   // Throws servekit::Error naming the argument for a wrong dtype, shape, device or layout.
+  // One workspace per layer (sized at construction): the device work of two forwards of the same
+  // layer must not overlap. Calls on one stream are ordered; calls on different streams (two
+  // micro-batches overlapped on two streams, say) must be ordered by the caller with events.
+  // There is no second workspace over the same weights: two MoELayer objects hold two copies of
+  // the weights. Overlapping forwards corrupt each other's results and can leave the static
+  // path's unit counters (each reset by the launch that finishes with it) in a state that makes
+  // later calls wrong too; nothing detects it. The same holds for replays of CUDA graphs that
+  // captured forwards of one layer, and on the CPU for calls from several host threads (its
+  // buffers are the layer's too).
   void forward(const MoEInputs& in, TensorView out, void* stream = nullptr);
 
   // Bytes of device memory the layer holds for expert weights (codes, scales, biases of all
