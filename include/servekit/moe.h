@@ -155,9 +155,10 @@ class MoELayer {
   // There is no second workspace over the same weights: two MoELayer objects hold two copies of
   // the weights. Overlapping forwards corrupt each other's results and can leave the static
   // path's unit counters (each reset by the launch that finishes with it) in a state that makes
-  // later calls wrong too; nothing detects it. The same holds for replays of CUDA graphs that
-  // captured forwards of one layer, and on the CPU for calls from several host threads (its
-  // buffers are the layer's too).
+  // later calls wrong too. The same holds for replays of CUDA graphs that captured forwards of
+  // one layer, and for the CPU backend's buffers. A forward that starts while another forward of
+  // the layer is running on another host thread throws servekit::Error; device work that
+  // overlaps after the calls returned is not detected.
   void forward(const MoEInputs& in, TensorView out, void* stream = nullptr);
 
   // Bytes of device memory the layer holds for expert weights (codes, scales, biases of all

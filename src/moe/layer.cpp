@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/exclusive_call.h"
 #include "moe/backend.h"
 #include "servekit/formats.h"
 
@@ -211,6 +212,8 @@ struct MoELayer::Impl {
   std::vector<std::shared_ptr<const PreparedExpert>> host;
   std::vector<uint8_t> loaded;  // not vector<bool>: distinct experts may load concurrently
   std::unique_ptr<MoEBackend> backend;
+  // forward's calls, one at a time on the host: the backend's workspace is the layer's only one.
+  ExclusiveCall forward_call;
 
   int num_local() const { return cfg.experts.local_num_experts; }
   int num_shared() const { return cfg.experts.num_shared_experts; }
@@ -309,6 +312,10 @@ std::string MoELayer::kernels(int64_t tokens) const {
 }
 
 void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
+  const ExclusiveCall::Scope one_at_a_time(
+      impl_->forward_call, "moe.forward",
+      "another forward of this layer is running on another host thread; a layer has one "
+      "workspace, so its forwards must not overlap (include/servekit/moe.h)");
   const MoEConfig& cfg = impl_->cfg;
   const std::string where = "moe.forward";
   const Device dev = cfg.exec.device;
