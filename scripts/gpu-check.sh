@@ -49,7 +49,7 @@ left() { echo $((START + BUDGET_S - $(date +%s))); }
 # min(a, b), floored at 1
 cap() { local a=$1 b=$2; ((a > b)) && a=$b; ((a < 1)) && a=1; echo "$a"; }
 STAGES=()
-record() { STAGES+=("$(printf '%-10s %-8s %5ss' "$1" "$2" "$3")"); }
+record() { STAGES+=("$(printf '%-14s %-8s %5ss' "$1" "$2" "$3")"); }
 # run_stage NAME LIMIT_S LOG CMD...: runs CMD with a timeout, output appended to LOG.
 run_stage() {
   local name=$1 limit=$2 log=$3 t0 rc status
@@ -276,7 +276,7 @@ PY
   elif [[ -f $OUT/bench-$BENCH_SET.log ]]; then
     grep -v '^bench:' "$OUT/bench-$BENCH_SET.log"
   fi
-  echo "stage      status   time"
+  echo "stage          status   time"
   printf '%s\n' "${STAGES[@]}"
   echo "total $(($(date +%s) - START))s; results in $OUT"
 } | tee "$OUT/summary.txt"
