@@ -36,6 +36,7 @@
 #include "cuda/runtime.h"
 #include "cuda/static_moe.h"
 #include "cuda/static_pack.h"
+#include "cuda/stream_order.h"
 #include "moe/backend.h"
 #include "servekit/error.h"
 #include "tune/moe_path.h"
@@ -85,6 +86,8 @@ class CudaMoEBackend final : public MoEBackend {
   std::string kernels(int64_t tokens) const override;
 
  private:
+  // forward's launches, between order_'s before() and after().
+  void enqueue(const MoEInputs& in, TensorView out, cudaStream_t stream);
   // Whether GEMM1 runs the activation in its epilogue for a call of rows_bound rows (its tile
   // has the fused epilogue for W13's layout, and a swap-AB tile only where the format allows).
   bool gemm1_fuses(int64_t rows_bound) const;
@@ -159,6 +162,10 @@ class CudaMoEBackend final : public MoEBackend {
   cuda::StaticMoEDesc static_desc_;
   size_t static_w13_bytes_ = 0, static_w2_bytes_ = 0;
   DeviceBuffer static_w_, static_table_, static_ws_;
+
+  // Forwards share the workspace above: one on another stream than the last eager forward's
+  // waits for it (stream_order.h; SERVEKIT_FORWARD_STREAM_ORDER=0 leaves that to the caller).
+  std::unique_ptr<cuda::StreamOrder> order_;
 };
 
 CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
@@ -227,6 +234,8 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
                                             : cuda::w13_interleave_rows(operand_, gemm1_swap_pp_));
 
   DeviceScope scope(device_);
+  order_ = std::make_unique<cuda::StreamOrder>(  // its event on the layer's device
+      cuda::dynamic_switch_from_env("SERVEKIT_FORWARD_STREAM_ORDER", true));
   const size_t g = static_cast<size_t>(num_groups_);
   const size_t ab = cuda::gemm_operand_bytes(operand_);
   const size_t h = static_cast<size_t>(hidden_), i = static_cast<size_t>(inter_),
@@ -471,6 +480,12 @@ bool CudaMoEBackend::auto_picks_static(int64_t tokens) const {
 void CudaMoEBackend::forward(const MoEInputs& in, TensorView out, void* stream_ptr) {
   auto stream = static_cast<cudaStream_t>(stream_ptr);
   DeviceScope scope(device_);
+  order_->before(stream);
+  enqueue(in, out, stream);
+  order_->after(stream);
+}
+
+void CudaMoEBackend::enqueue(const MoEInputs& in, TensorView out, cudaStream_t stream) {
   const int64_t tokens = in.hidden.size(0);
   const bool static_path = use_static(tokens);
   bool tasks_built = false;

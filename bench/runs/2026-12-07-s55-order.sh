@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Session 55: the layer's stream order (src/cuda/stream_order.h: a forward on another stream than
+# the layer's last eager forward waits for it; SERVEKIT_FORWARD_STREAM_ORDER=0 turns it off).
+#   1. main built with the tests;
+#   2. MoECuda.ForwardsOnTwoStreamsAreOrdered (a 4096-token dynamic forward on one stream, an
+#      8-token static one on another while it runs; each must equal its solo run bit for bit),
+#      then its disabled twin with the order off, alone in its own process (it races on purpose:
+#      it shows the setup overlaps the forwards, so the test above can fail);
+#   3. on an H200: the issues' rows of record at this commit (scripts/gpu-check.sh,
+#      BENCH_SET=issues, RUN_TESTS=0, on the same build; session 49's bench took 244 s), the last
+#      being session 49's; it takes what is left, so 4 and 5 run only on another card;
+#   4. the static and layer GPU tests (every forward now passes the order's calls);
+#   5. eager forwards with the order on and off, interleaved (servekit moe: each forward timed by
+#      events around it, so host time shows): qwen3-30b-a3b bf16 at 1 token, 200 repeats.
+# Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s55-order.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-590}
+B=build
+work_dir_out s55-order
+NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+say "$NAME"
+build_tests "$W/build.log"
+gtest_run order "$B" 'MoECuda.ForwardsOnTwoStreamsAreOrdered' 150
+timeout 150 "$B/servekit_gpu_tests" --gtest_also_run_disabled_tests \
+  --gtest_filter='MoECuda.DISABLED_ForwardsOnTwoStreamsRaceUnordered' >"$W/tests-race.log" 2>&1
+say "race (order off) rc=$? $(grep -hE '^unordered|^\[  (PASSED|FAILED) ' "$W/tests-race.log" | tr '\n' ' ')"
+if [[ $NAME == *H200* ]] && (($(left) > 300)); then
+  env OUT="$W/check" BUDGET_S=$(($(left) - 25)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
+    scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
+  say "gpu-check issues rc=$? $(tail -n 1 "$W/check/summary.txt" 2>/dev/null)"
+fi
+(($(left) > 100)) && gtest_run layer "$B" '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' $(($(left) - 60))
+for round in 1 2; do
+  for order in 1 0; do
+    (($(left) < 25)) && break 2
+    SERVEKIT_FORWARD_STREAM_ORDER=$order timeout 40 "$B/servekit" moe --preset qwen3-30b-a3b \
+      --quant bf16 --tokens 1 --repeats 200 >"$W/eager-$order-$round.log" 2>&1
+    say "eager order=$order round $round rc=$? $(grep -E '^qwen3' "$W/eager-$order-$round.log" | tr -s ' ')"
+  done
+done
+say done

@@ -1,0 +1,66 @@
+// Orders the device work of successive calls that share one workspace (a MoE layer's forwards,
+// include/servekit/moe.h) when they come on different streams. Each call outside a graph capture
+// records an event on its stream after its last launch; a call on another stream first makes
+// its stream wait for that event, so its kernels start only after the previous call's have
+// finished. Calls on one stream are ordered by the stream and wait for nothing.
+//
+// Streams are told apart by cudaStreamGetId, not by handle: cudaStreamPerThread is one handle
+// for a different stream on every host thread, and a destroyed stream's handle may come back for
+// a new one.
+//
+// Not in a graph capture: a capturing stream may not wait for an event recorded outside the
+// capture, and an event recorded inside it cannot be waited for outside. A captured call neither
+// waits nor records, so replays of captured calls are the caller's to order (moe.h), and the
+// order of eager calls is unchanged by a capture in between.
+//
+// Internal header; plain C++ translation units may include it (CUDA runtime API only).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/runtime.h"
+
+namespace servekit::cuda {
+
+class StreamOrder {
+ public:
+  // enabled == false: before() and after() do nothing (the caller orders its calls).
+  explicit StreamOrder(bool enabled) : enabled_(enabled) {
+    if (enabled_) SERVEKIT_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  }
+  ~StreamOrder() {
+    if (done_ != nullptr) cudaEventDestroy(done_);
+  }
+  StreamOrder(const StreamOrder&) = delete;
+  StreamOrder& operator=(const StreamOrder&) = delete;
+
+  // Before the call's first launch on `stream`, on the device the event was created on.
+  void before(cudaStream_t stream) {
+    if (!enabled_) return;
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    SERVEKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+    capturing_ = status != cudaStreamCaptureStatusNone;
+    if (capturing_) return;
+    SERVEKIT_CUDA_CHECK(cudaStreamGetId(stream, &current_));
+    if (recorded_ && current_ != last_) SERVEKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, done_, 0));
+  }
+
+  // After the call's last launch on the stream given to before().
+  void after(cudaStream_t stream) {
+    if (!enabled_ || capturing_) return;
+    SERVEKIT_CUDA_CHECK(cudaEventRecord(done_, stream));
+    recorded_ = true;
+    last_ = current_;
+  }
+
+  bool enabled() const { return enabled_; }
+
+ private:
+  bool enabled_ = false;
+  cudaEvent_t done_ = nullptr;
+  bool recorded_ = false;   // done_ marks the end of the last call outside a capture
+  bool capturing_ = false;  // the current call is being captured
+  unsigned long long last_ = 0, current_ = 0;  // stream ids of the last and the current call
+};
+
+}  // namespace servekit::cuda
