@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Session 55: the layer's stream order (src/cuda/stream_order.h: a forward on another stream than
-# the layer's last eager forward waits for it; SERVEKIT_FORWARD_STREAM_ORDER=0 turns it off).
+# Session 55: the layer's stream order (src/cuda/stream_order.h: with
+# SERVEKIT_FORWARD_STREAM_ORDER=1 a forward on another stream than the layer's last eager forward
+# waits for it; off by default until this has run). Prepared in session 55 and never run: seven
+# starts failed or were refused and the device time ran out (docs/perf-notes.md, fifty-fifth
+# pass). If 2 and 4 pass and 5 shows no cost, the default goes to 1 (moe_cuda.cu, moe.h, README).
 #   1. main built with the tests;
-#   2. MoECuda.ForwardsOnTwoStreamsAreOrdered (a 4096-token dynamic forward on one stream, an
-#      8-token static one on another while it runs; each must equal its solo run bit for bit),
-#      then its disabled twin with the order off, alone in its own process (it races on purpose:
-#      it shows the setup overlaps the forwards, so the test above can fail);
+#   2. MoECuda.ForwardsOnTwoStreamsAreOrdered (the order on; a 4096-token dynamic forward on one
+#      stream, an 8-token static one on another while it runs; each must equal its solo run bit
+#      for bit), then its disabled twin with the order off, alone in its own process (it races
+#      on purpose: it shows the setup overlaps the forwards, so the test above can fail);
 #   3. on an H200: the issues' rows of record at this commit (scripts/gpu-check.sh,
 #      BENCH_SET=issues, RUN_TESTS=0, on the same build; session 49's bench took 244 s), the last
 #      being session 49's; it takes what is left, so 4 and 5 run only on another card;
-#   4. the static and layer GPU tests (every forward now passes the order's calls);
+#   4. the static and layer GPU tests (the order off, as by default);
 #   5. eager forwards with the order on and off, interleaved (servekit moe: each forward timed by
 #      events around it, so host time shows): qwen3-30b-a3b bf16 at 1 token, 200 repeats.
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s55-order.sh

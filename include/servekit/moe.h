@@ -150,15 +150,16 @@ class MoELayer {
   // stream: a cudaStream_t for the CUDA backend (nullptr = default stream), ignored on the CPU.
   // Throws servekit::Error naming the argument for a wrong dtype, shape, device or layout.
   // One workspace per layer (sized at construction): the device work of two forwards of the same
-  // layer must not overlap. Calls on one stream are ordered by the stream. A forward on another
-  // stream than the layer's last eager forward makes its stream wait for that forward first (an
-  // event recorded at the end of every eager forward; streams are told apart by
-  // cudaStreamGetId, so cudaStreamPerThread on two threads counts as two streams), so two
-  // micro-batches on two streams run one after the other. SERVEKIT_FORWARD_STREAM_ORDER=0 (read
-  // at construction) turns this off for callers who order their streams themselves.
-  // A forward captured into a CUDA graph neither waits nor records: replays of graphs that
-  // captured forwards of one layer must be ordered by the caller, against each other and against
-  // eager forwards on other streams. There is no second workspace over the same weights: two
+  // layer must not overlap. Calls on one stream are ordered by the stream; calls on different
+  // streams (two micro-batches overlapped on two streams, say) must be ordered by the caller with
+  // events. Opt-in (not yet run on a GPU, so off by default): with
+  // SERVEKIT_FORWARD_STREAM_ORDER=1 (read at construction) the layer orders them itself, a
+  // forward on another stream than the layer's last eager forward making its stream wait for
+  // that forward first (an event recorded at the end of every eager forward; streams told apart
+  // by cudaStreamGetId, so cudaStreamPerThread on two threads counts as two streams). A forward
+  // captured into a CUDA graph neither waits nor records: replays of graphs that captured
+  // forwards of one layer must be ordered by the caller, against each other and against eager
+  // forwards on other streams. There is no second workspace over the same weights: two
   // MoELayer objects hold two copies of the weights. Overlapping forwards corrupt each other's
   // results and can leave the static path's unit counters (each reset by the launch that
   // finishes with it) in a state that makes later calls wrong too. A forward that starts while

@@ -163,8 +163,10 @@ class CudaMoEBackend final : public MoEBackend {
   size_t static_w13_bytes_ = 0, static_w2_bytes_ = 0;
   DeviceBuffer static_w_, static_table_, static_ws_;
 
-  // Forwards share the workspace above: one on another stream than the last eager forward's
-  // waits for it (stream_order.h; SERVEKIT_FORWARD_STREAM_ORDER=0 leaves that to the caller).
+  // Forwards share the workspace above. With SERVEKIT_FORWARD_STREAM_ORDER=1 one on another
+  // stream than the last eager forward's waits for it (stream_order.h); off by default until its
+  // GPU test (MoECuda.ForwardsOnTwoStreamsAreOrdered) has run on a device (docs/perf-notes.md,
+  // fifty-fifth pass): off adds no CUDA call to a forward.
   std::unique_ptr<cuda::StreamOrder> order_;
 };
 
@@ -235,7 +237,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
 
   DeviceScope scope(device_);
   order_ = std::make_unique<cuda::StreamOrder>(  // its event on the layer's device
-      cuda::dynamic_switch_from_env("SERVEKIT_FORWARD_STREAM_ORDER", true));
+      cuda::dynamic_switch_from_env("SERVEKIT_FORWARD_STREAM_ORDER", false));
   const size_t g = static_cast<size_t>(num_groups_);
   const size_t ab = cuda::gemm_operand_bytes(operand_);
   const size_t h = static_cast<size_t>(hidden_), i = static_cast<size_t>(inter_),

@@ -831,10 +831,10 @@ TEST(MoECuda, GraphReplayNoAllocationDeterminism) {
 
 // Two forwards of one layer on two streams, the second enqueued while the first runs: a long
 // dynamic-path forward on stream a, then a short static-path one on stream b, whose routing and
-// plan overwrite the workspace the first is reading. With the layer's stream order (default,
-// src/cuda/stream_order.h) each must equal its forward run alone, bit for bit (both paths are
-// deterministic); without it they race (DISABLED_ForwardsOnTwoStreamsRaceUnordered shows that
-// this setup does overlap them).
+// plan overwrite the workspace the first is reading. With the layer's stream order
+// (SERVEKIT_FORWARD_STREAM_ORDER=1, src/cuda/stream_order.h) each must equal its forward run alone,
+// bit for bit (both paths are deterministic); without it they race
+// (DISABLED_ForwardsOnTwoStreamsRaceUnordered shows that this setup does overlap them).
 struct TwoStreamRun {
   size_t differ_a = 0, differ_b = 0;  // elements unlike the solo run's, over `rounds` rounds
 };
@@ -845,7 +845,7 @@ TwoStreamRun forwards_on_two_streams(bool ordered, int rounds) {
   c.inter = 1024;
   c.tokens = 4096;
   c.shared = 1;
-  if (!ordered) setenv("SERVEKIT_FORWARD_STREAM_ORDER", "0", 1);  // read at construction
+  setenv("SERVEKIT_FORWARD_STREAM_ORDER", ordered ? "1" : "0", 1);  // read at construction
   MoELayer layer(make_config(c));
   unsetenv("SERVEKIT_FORWARD_STREAM_ORDER");
   EXPECT_NE(layer.kernels(4096), "static");
