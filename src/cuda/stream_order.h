@@ -13,12 +13,14 @@
 // waits nor records, so replays of captured calls are the caller's to order (moe.h), and the
 // order of eager calls is unchanged by a capture in between.
 //
-// Internal header; plain C++ translation units may include it (CUDA runtime API only).
+// The rule (who waits, who records) is StreamOrderRule's, tested on the CPU. Internal header;
+// plain C++ translation units may include it (CUDA runtime API only).
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include "cuda/runtime.h"
+#include "cuda/stream_order_rule.h"
 
 namespace servekit::cuda {
 
@@ -39,28 +41,21 @@ class StreamOrder {
     if (!enabled_) return;
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     SERVEKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-    capturing_ = status != cudaStreamCaptureStatusNone;
-    if (capturing_) return;
-    SERVEKIT_CUDA_CHECK(cudaStreamGetId(stream, &current_));
-    if (recorded_ && current_ != last_) SERVEKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, done_, 0));
+    unsigned long long id = 0;
+    const bool capturing = status != cudaStreamCaptureStatusNone;
+    if (!capturing) SERVEKIT_CUDA_CHECK(cudaStreamGetId(stream, &id));
+    if (rule_.begin(capturing, id)) SERVEKIT_CUDA_CHECK(cudaStreamWaitEvent(stream, done_, 0));
   }
 
   // After the call's last launch on the stream given to before().
   void after(cudaStream_t stream) {
-    if (!enabled_ || capturing_) return;
-    SERVEKIT_CUDA_CHECK(cudaEventRecord(done_, stream));
-    recorded_ = true;
-    last_ = current_;
+    if (enabled_ && rule_.end()) SERVEKIT_CUDA_CHECK(cudaEventRecord(done_, stream));
   }
-
-  bool enabled() const { return enabled_; }
 
  private:
   bool enabled_ = false;
-  cudaEvent_t done_ = nullptr;
-  bool recorded_ = false;   // done_ marks the end of the last call outside a capture
-  bool capturing_ = false;  // the current call is being captured
-  unsigned long long last_ = 0, current_ = 0;  // stream ids of the last and the current call
+  cudaEvent_t done_ = nullptr;  // the end of the last call outside a capture, once recorded
+  StreamOrderRule rule_;
 };
 
 }  // namespace servekit::cuda
