@@ -3,8 +3,6 @@
 // (tests/cpp/core/test_stream_order_rule.cpp) check the rule the CUDA backend runs.
 #pragma once
 
-#include <cstdint>
-
 namespace servekit::cuda {
 
 class StreamOrderRule {
