@@ -163,10 +163,8 @@ class CudaMoEBackend final : public MoEBackend {
   size_t static_w13_bytes_ = 0, static_w2_bytes_ = 0;
   DeviceBuffer static_w_, static_table_, static_ws_;
 
-  // Forwards share the workspace above. With SERVEKIT_FORWARD_STREAM_ORDER=1 one on another
-  // stream than the last eager forward's waits for it (stream_order.h); off by default until its
-  // GPU test (MoECuda.ForwardsOnTwoStreamsAreOrdered) has run on a device (docs/perf-notes.md,
-  // fifty-fifth pass): off adds no CUDA call to a forward.
+  // Forwards on two streams share the workspace above: SERVEKIT_FORWARD_STREAM_ORDER=1 orders
+  // them (stream_order.h; off by default until its GPU test has run, include/servekit/moe.h).
   std::unique_ptr<cuda::StreamOrder> order_;
 };
 

@@ -27,8 +27,8 @@ namespace servekit::cuda {
 class StreamOrder {
  public:
   // enabled == false: before() and after() do nothing (the caller orders its calls).
-  explicit StreamOrder(bool enabled) : enabled_(enabled) {
-    if (enabled_) SERVEKIT_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
+  explicit StreamOrder(bool enabled) {
+    if (enabled) SERVEKIT_CUDA_CHECK(cudaEventCreateWithFlags(&done_, cudaEventDisableTiming));
   }
   ~StreamOrder() {
     if (done_ != nullptr) cudaEventDestroy(done_);
@@ -38,7 +38,7 @@ class StreamOrder {
 
   // Before the call's first launch on `stream`, on the device the event was created on.
   void before(cudaStream_t stream) {
-    if (!enabled_) return;
+    if (done_ == nullptr) return;  // not enabled
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     SERVEKIT_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
     unsigned long long id = 0;
@@ -49,12 +49,12 @@ class StreamOrder {
 
   // After the call's last launch on the stream given to before().
   void after(cudaStream_t stream) {
-    if (enabled_ && rule_.end()) SERVEKIT_CUDA_CHECK(cudaEventRecord(done_, stream));
+    if (done_ != nullptr && rule_.end()) SERVEKIT_CUDA_CHECK(cudaEventRecord(done_, stream));
   }
 
  private:
-  bool enabled_ = false;
-  cudaEvent_t done_ = nullptr;  // the end of the last call outside a capture, once recorded
+  // The end of the last call outside a capture, once recorded; null when not enabled.
+  cudaEvent_t done_ = nullptr;
   StreamOrderRule rule_;
 };
 
