@@ -3,18 +3,18 @@
 # SERVEKIT_FORWARD_STREAM_ORDER=1 a forward on another stream than the layer's last eager forward
 # waits for it; off by default until this has run). Prepared in session 55 and never run: seven
 # starts failed or were refused and the device time ran out (docs/perf-notes.md, fifty-fifth
-# pass). If 2 and 4 pass and 5 shows no cost, the default goes to 1 (moe_cuda.cu, moe.h, README).
+# pass). If 2 (and 5 where it runs) pass and 3 shows no cost, the default goes to 1 (moe_cuda.cu, moe.h, README).
 #   1. main built with the tests;
 #   2. MoECuda.ForwardsOnTwoStreamsAreOrdered (the order on; a 4096-token dynamic forward on one
 #      stream, an 8-token static one on another while it runs; each must equal its solo run bit
 #      for bit), then its disabled twin with the order off, alone in its own process (it races
 #      on purpose: it shows the setup overlaps the forwards, so the test above can fail);
-#   3. on an H200: the issues' rows of record at this commit (scripts/gpu-check.sh,
+#   3. eager forwards with the order on and off, interleaved (servekit moe: each forward timed by
+#      events around it, so host time shows): qwen3-30b-a3b bf16 at 1 token, 200 repeats;
+#   4. on an H200: the issues' rows of record at this commit (scripts/gpu-check.sh,
 #      BENCH_SET=issues, RUN_TESTS=0, on the same build; session 49's bench took 244 s), the last
-#      being session 49's; it takes what is left, so 4 and 5 run only on another card;
-#   4. the static and layer GPU tests (the order off, as by default);
-#   5. eager forwards with the order on and off, interleaved (servekit moe: each forward timed by
-#      events around it, so host time shows): qwen3-30b-a3b bf16 at 1 token, 200 repeats.
+#      being session 49's; it takes what is left, so 5 runs only on another card;
+#   5. the static and layer GPU tests (the order off, as by default).
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s55-order.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -28,12 +28,6 @@ gtest_run order "$B" 'MoECuda.ForwardsOnTwoStreamsAreOrdered' 150
 timeout 150 "$B/servekit_gpu_tests" --gtest_also_run_disabled_tests \
   --gtest_filter='MoECuda.DISABLED_ForwardsOnTwoStreamsRaceUnordered' >"$W/tests-race.log" 2>&1
 say "race (order off) rc=$? $(grep -hE '^unordered|^\[  (PASSED|FAILED) ' "$W/tests-race.log" | tr '\n' ' ')"
-if [[ $NAME == *H200* ]] && (($(left) > 300)); then
-  env OUT="$W/check" BUDGET_S=$(($(left) - 25)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
-    scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
-  say "gpu-check issues rc=$? $(tail -n 1 "$W/check/summary.txt" 2>/dev/null)"
-fi
-(($(left) > 100)) && gtest_run layer "$B" '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' $(($(left) - 60))
 for round in 1 2; do
   for order in 1 0; do
     (($(left) < 25)) && break 2
@@ -42,4 +36,10 @@ for round in 1 2; do
     say "eager order=$order round $round rc=$? $(grep -E '^qwen3' "$W/eager-$order-$round.log" | tr -s ' ')"
   done
 done
+if [[ $NAME == *H200* ]] && (($(left) > 300)); then
+  env OUT="$W/check" BUDGET_S=$(($(left) - 25)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
+    scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
+  say "gpu-check issues rc=$? $(tail -n 1 "$W/check/summary.txt" 2>/dev/null)"
+fi
+(($(left) > 100)) && gtest_run layer "$B" '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' $(($(left) - 60))
 say done
