@@ -14,7 +14,7 @@
 #   4. on an H200: the issues' rows of record at this commit (scripts/gpu-check.sh,
 #      BENCH_SET=issues, RUN_TESTS=0, on the same build; session 49's bench took 244 s), the last
 #      being session 49's; it takes what is left, so 5 runs only on another card;
-#   5. the static and layer GPU tests (the order off, as by default).
+#   5. the static and layer GPU tests with the order on (graph captures included).
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s55-order.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
@@ -41,5 +41,7 @@ if [[ $NAME == *H200* ]] && (($(left) > 300)); then
     scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
   say "gpu-check issues rc=$? $(tail -n 1 "$W/check/summary.txt" 2>/dev/null)"
 fi
-(($(left) > 100)) && gtest_run layer "$B" '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' $(($(left) - 60))
+# With the order on (the default it would become; tests that set the variable keep their own).
+(($(left) > 100)) && SERVEKIT_FORWARD_STREAM_ORDER=1 gtest_run layer "$B" \
+  '*StaticMoECuda*:MoECuda*:MoELayer*:RoutePlanCuda.*' $(($(left) - 60))
 say done
