@@ -17,6 +17,8 @@
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
+#   PREBUILT         1: BUILD_DIR holds servekit built elsewhere with the same nvcc (a carried
+#                    folder): no build stage; needs RUN_TESTS=0 (ctest needs a configured tree)
 #   RUN_TESTS        0 skips the test and sanitizer stages (a benchmark-only call on a commit whose
 #                    full check already passed; default 1); "sanitize" skips the ctest stages and
 #                    keeps the sanitizers (a commit whose GPU suite passed, code unchanged since)
@@ -80,7 +82,17 @@ echo "commit: $COMMIT"
 # ---- build -------------------------------------------------------------------------------------
 BUILD_OK=0
 : >"$OUT/build.log"
-if [[ ! -f .deps/cutlass/include/cutlass/cutlass.h ]]; then
+if [[ ${PREBUILT:-0} == 1 ]]; then
+  if ((RUN_TESTS)) || [[ ! -x $BUILD_DIR/servekit ]]; then
+    echo "build: PREBUILT=1 needs RUN_TESTS=0 and an executable $BUILD_DIR/servekit" |
+      tee -a "$OUT/build.log"
+    record build bad-prebuilt 0
+  else
+    echo "build: prebuilt $BUILD_DIR/servekit" | tee -a "$OUT/build.log"
+    BUILD_OK=1
+    record build prebuilt 0
+  fi
+elif [[ ! -f .deps/cutlass/include/cutlass/cutlass.h ]]; then
   echo "build: .deps/cutlass is missing: run with carry [\".deps\"] (the device has no registry)" |
     tee -a "$OUT/build.log"
   record build no-deps 0

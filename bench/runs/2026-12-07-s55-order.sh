@@ -16,6 +16,9 @@
 #      being session 49's; it takes what is left, so 5 runs only on another card;
 #   5. the static and layer GPU tests with the order on (graph captures included).
 # Device (carry [".deps"]): SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s55-order.sh
+# Without a device build (session 56; saves ~100-140 s): PREBUILT=build-carry, carry
+# ["build-carry"], that folder holding servekit.gz and servekit_gpu_tests.gz built here with the
+# same nvcc (13.0) from the commit named in build-carry/commit (scripts/carry-binaries.sh).
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-590}
@@ -23,7 +26,16 @@ B=build
 work_dir_out s55-order
 NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 say "$NAME"
-build_tests "$W/build.log"
+if [[ -n ${PREBUILT:-} ]]; then
+  B=$PREBUILT
+  for f in servekit servekit_gpu_tests; do
+    gzip -dc "$B/$f.gz" >"$B/$f" && chmod +x "$B/$f" || { say "unpack of $f failed"; exit 1; }
+  done
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "prebuilt at $(cat "$B/commit")"
+else
+  build_tests "$W/build.log"
+fi
 gtest_run order "$B" 'MoECuda.ForwardsOnTwoStreamsAreOrdered' 150
 timeout 150 "$B/servekit_gpu_tests" --gtest_also_run_disabled_tests \
   --gtest_filter='MoECuda.DISABLED_ForwardsOnTwoStreamsRaceUnordered' >"$W/tests-race.log" 2>&1
@@ -38,6 +50,7 @@ for round in 1 2; do
 done
 if [[ $NAME == *H200* ]] && (($(left) > 300)); then
   env OUT="$W/check" BUDGET_S=$(($(left) - 25)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
+    PREBUILT=$([[ -n ${PREBUILT:-} ]] && echo 1 || echo 0) \
     scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
   say "gpu-check issues rc=$? $(tail -n 1 "$W/check/summary.txt" 2>/dev/null)"
 fi

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Packs servekit and servekit_gpu_tests from a CUDA build here (default build/) into the
+# git-ignored build-carry/ (gzip, ~36 MB, under the device's 64 MiB carry limit), with the commit
+# they were built from, for a device call that skips its own build (~100-140 s of device time):
+# carry ["build-carry"] and PREBUILT=build-carry (bench/runs/2026-12-07-s55-order.sh). The
+# device's nvcc is the same 13.0; its binaries load cuBLAS from /usr/local/cuda/lib64 there.
+# Refuses when the build is older than the tree's sources or the tree has uncommitted changes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${1:-build}
+if [[ -n $(git status --porcelain --untracked-files=no -- src include CMakeLists.txt tests) ]]; then
+  echo "carry-binaries: uncommitted changes under src, include, tests or CMakeLists.txt" >&2
+  exit 1
+fi
+ninja -C "$BUILD_DIR" -n servekit servekit_gpu_tests | grep -q '^ninja: no work to do' || {
+  echo "carry-binaries: $BUILD_DIR is not up to date (ninja -C $BUILD_DIR servekit servekit_gpu_tests)" >&2
+  exit 1
+}
+rm -rf build-carry
+mkdir -p build-carry
+for f in servekit servekit_gpu_tests; do gzip -6 -c "$BUILD_DIR/$f" >"build-carry/$f.gz"; done
+git rev-parse --short HEAD >build-carry/commit
+du -sh build-carry
