@@ -4,7 +4,7 @@
 # they were built from, for a device call that skips its own build (~100-140 s of device time):
 # carry ["build-carry"] and PREBUILT=build-carry (bench/runs/2026-12-07-s55-order.sh). The
 # device's nvcc is the same 13.0; its binaries load cuBLAS from /usr/local/cuda/lib64 there.
-# Refuses when the build is older than the tree's sources or the tree has uncommitted changes.
+# Builds what is out of date first; refuses when the sources have uncommitted changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${1:-build}
@@ -12,10 +12,8 @@ if [[ -n $(git status --porcelain --untracked-files=no -- src include CMakeLists
   echo "carry-binaries: uncommitted changes under src, include, tests or CMakeLists.txt" >&2
   exit 1
 fi
-ninja -C "$BUILD_DIR" -n servekit servekit_gpu_tests | grep -q '^ninja: no work to do' || {
-  echo "carry-binaries: $BUILD_DIR is not up to date (ninja -C $BUILD_DIR servekit servekit_gpu_tests)" >&2
-  exit 1
-}
+# Brings the build up to date first (a dry run cannot tell: the globbed sources rerun CMake).
+ninja -C "$BUILD_DIR" servekit servekit_gpu_tests >/dev/null
 rm -rf build-carry
 mkdir -p build-carry
 for f in servekit servekit_gpu_tests; do gzip -6 -c "$BUILD_DIR/$f" >"build-carry/$f.gz"; done
