@@ -151,12 +151,12 @@ class MoELayer {
   // Throws servekit::Error naming the argument for a wrong dtype, shape, device or layout.
   // One workspace per layer (sized at construction): the device work of two forwards of the same
   // layer must not overlap. Calls on one stream are ordered by the stream; calls on different
-  // streams (two micro-batches overlapped on two streams, say) must be ordered by the caller with
-  // events. Opt-in (not yet run on a GPU, so off by default): with
-  // SERVEKIT_FORWARD_STREAM_ORDER=1 (read at construction) the layer orders them itself, a
-  // forward on another stream than the layer's last eager forward making its stream wait for
+  // streams (two micro-batches overlapped on two streams, say) are ordered by the layer: a
+  // forward on another stream than the layer's last eager forward makes its stream wait for
   // that forward first (an event recorded at the end of every eager forward; streams told apart
-  // by cudaStreamGetId, so cudaStreamPerThread on two threads counts as two streams). A forward
+  // by cudaStreamGetId, so cudaStreamPerThread on two threads counts as two streams).
+  // SERVEKIT_FORWARD_STREAM_ORDER=0 (read at construction) turns that off, leaving calls on
+  // different streams to the caller to order with events. A forward
   // captured into a CUDA graph neither waits nor records: replays of graphs that captured
   // forwards of one layer must be ordered by the caller, against each other and against eager
   // forwards on other streams. There is no second workspace over the same weights: two

@@ -163,8 +163,8 @@ class CudaMoEBackend final : public MoEBackend {
   size_t static_w13_bytes_ = 0, static_w2_bytes_ = 0;
   DeviceBuffer static_w_, static_table_, static_ws_;
 
-  // Forwards on two streams share the workspace above: SERVEKIT_FORWARD_STREAM_ORDER=1 orders
-  // them (stream_order.h; off by default until its GPU test has run, include/servekit/moe.h).
+  // Forwards on two streams share the workspace above: the stream order orders them
+  // (stream_order.h; SERVEKIT_FORWARD_STREAM_ORDER=0 turns it off, include/servekit/moe.h).
   std::unique_ptr<cuda::StreamOrder> order_;
 };
 
@@ -235,7 +235,7 @@ CudaMoEBackend::CudaMoEBackend(const MoEConfig& cfg) : cfg_(cfg) {
 
   DeviceScope scope(device_);
   order_ = std::make_unique<cuda::StreamOrder>(  // its event on the layer's device
-      cuda::dynamic_switch_from_env("SERVEKIT_FORWARD_STREAM_ORDER", false));
+      cuda::dynamic_switch_from_env("SERVEKIT_FORWARD_STREAM_ORDER", true));
   const size_t g = static_cast<size_t>(num_groups_);
   const size_t ab = cuda::gemm_operand_bytes(operand_);
   const size_t h = static_cast<size_t>(hidden_), i = static_cast<size_t>(inter_),
