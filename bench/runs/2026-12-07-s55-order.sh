@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 55: the layer's stream order (src/cuda/stream_order.h: with
 # SERVEKIT_FORWARD_STREAM_ORDER=1 a forward on another stream than the layer's last eager forward
-# waits for it; off by default until this has run). Prepared in session 55 and never run: seven
-# starts failed or were refused and the device time ran out (docs/perf-notes.md, fifty-fifth
-# pass). If 2 (and 5 where it runs) pass and 3 shows no cost, the default goes to 1 (moe_cuda.cu, moe.h, README).
+# waits for it; off by default until this had run). Prepared in session 55, where no machine came
+# for it; ran in session 56 on an H100 (PREBUILT=build-carry at d45222a, BUDGET_S=190;
+# bench/results/h100/ab/2026-12-07-s56-order/): 2 and 5 passed, 3 level, so the default went to 1
+# (docs/perf-notes.md, fifty-sixth pass).
 #   1. main built with the tests;
 #   2. MoECuda.ForwardsOnTwoStreamsAreOrdered (the order on; a 4096-token dynamic forward on one
 #      stream, an 8-token static one on another while it runs; each must equal its solo run bit

@@ -1,7 +1,7 @@
 // StreamOrderRule (src/cuda/stream_order_rule.h), the rule of the CUDA backend's stream order
-// (SERVEKIT_FORWARD_STREAM_ORDER=1): a forward waits for the last eager forward's event only on
-// another stream; a captured forward neither waits nor records, and leaves the last stream as it
-// was. Pure C++: runs without CUDA.
+// (on unless SERVEKIT_FORWARD_STREAM_ORDER=0): a forward waits for the last eager forward's event
+// only on another stream; a captured forward neither waits nor records, and leaves the last
+// stream as it was. Pure C++: runs without CUDA.
 #include <gtest/gtest.h>
 
 #include "cuda/stream_order_rule.h"
