@@ -17,8 +17,10 @@
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
-#   PREBUILT         1: BUILD_DIR holds servekit built elsewhere with the same nvcc (a carried
-#                    folder): no build stage; needs RUN_TESTS=0 (ctest needs a configured tree)
+#   PREBUILT         1: BUILD_DIR holds servekit (or servekit.gz, unpacked here) built elsewhere
+#                    with the same nvcc (scripts/carry-binaries.sh: BUILD_DIR=build-carry, carry
+#                    ["build-carry"]): no build stage; needs RUN_TESTS=0 (ctest needs a
+#                    configured tree)
 #   RUN_TESTS        0 skips the test and sanitizer stages (a benchmark-only call on a commit whose
 #                    full check already passed; default 1); "sanitize" skips the ctest stages and
 #                    keeps the sanitizers (a commit whose GPU suite passed, code unchanged since)
@@ -83,6 +85,9 @@ echo "commit: $COMMIT"
 BUILD_OK=0
 : >"$OUT/build.log"
 if [[ ${PREBUILT:-0} == 1 ]]; then
+  [[ -f $BUILD_DIR/servekit.gz ]] && gzip -dc "$BUILD_DIR/servekit.gz" >"$BUILD_DIR/servekit" &&
+    chmod +x "$BUILD_DIR/servekit"
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ((RUN_TESTS)) || [[ ! -x $BUILD_DIR/servekit ]]; then
     echo "build: PREBUILT=1 needs RUN_TESTS=0 and an executable $BUILD_DIR/servekit" |
       tee -a "$OUT/build.log"
