@@ -5,8 +5,14 @@
 # carry ["build-carry"] and PREBUILT=build-carry (bench/runs/2026-12-07-s55-order.sh). The
 # device's nvcc is the same 13.0; its binaries load cuBLAS from /usr/local/cuda/lib64 there.
 # Builds what is out of date first; refuses when the sources have uncommitted changes.
+# On the device: `scripts/carry-binaries.sh --unpack DIR` unpacks every DIR/*.gz beside itself
+# (the carried folder is copied afresh at every call, so every call that runs them unpacks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [[ ${1:-} == --unpack ]]; then
+  for z in "${2:?--unpack DIR}"/*.gz; do gzip -dc "$z" >"${z%.gz}" && chmod +x "${z%.gz}"; done
+  exit 0
+fi
 BUILD_DIR=${1:-build}
 if [[ -n $(git status --porcelain --untracked-files=no -- src include CMakeLists.txt tests) ]]; then
   echo "carry-binaries: uncommitted changes under src, include, tests or CMakeLists.txt" >&2

@@ -85,8 +85,7 @@ echo "commit: $COMMIT"
 BUILD_OK=0
 : >"$OUT/build.log"
 if [[ ${PREBUILT:-0} == 1 ]]; then
-  [[ -f $BUILD_DIR/servekit.gz ]] && gzip -dc "$BUILD_DIR/servekit.gz" >"$BUILD_DIR/servekit" &&
-    chmod +x "$BUILD_DIR/servekit"
+  [[ -f $BUILD_DIR/servekit.gz ]] && scripts/carry-binaries.sh --unpack "$BUILD_DIR"
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ((RUN_TESTS)) || [[ ! -x $BUILD_DIR/servekit ]]; then
     echo "build: PREBUILT=1 needs RUN_TESTS=0 and an executable $BUILD_DIR/servekit" |

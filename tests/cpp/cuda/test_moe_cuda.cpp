@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -831,9 +832,9 @@ TEST(MoECuda, GraphReplayNoAllocationDeterminism) {
 
 // Two forwards of one layer on two streams, the second enqueued while the first runs: a long
 // dynamic-path forward on stream a, then a short static-path one on stream b, whose routing and
-// plan overwrite the workspace the first is reading. With the layer's stream order
-// (SERVEKIT_FORWARD_STREAM_ORDER=1, src/cuda/stream_order.h) each must equal its forward run alone,
-// bit for bit (both paths are deterministic); without it they race
+// plan overwrite the workspace the first is reading. With the layer's stream order (the default:
+// SERVEKIT_FORWARD_STREAM_ORDER unset, src/cuda/stream_order.h) each must equal its forward run
+// alone, bit for bit (both paths are deterministic); with it off (=0) they race
 // (DISABLED_ForwardsOnTwoStreamsRaceUnordered shows that this setup does overlap them).
 struct TwoStreamRun {
   size_t differ_a = 0, differ_b = 0;  // elements unlike the solo run's, over `rounds` rounds
@@ -845,9 +846,21 @@ TwoStreamRun forwards_on_two_streams(bool ordered, int rounds) {
   c.inter = 1024;
   c.tokens = 4096;
   c.shared = 1;
-  setenv("SERVEKIT_FORWARD_STREAM_ORDER", ordered ? "1" : "0", 1);  // read at construction
+  // Read at construction: unset (the default) or 0 for the layer, then as the caller had it.
+  const char* name = "SERVEKIT_FORWARD_STREAM_ORDER";
+  const char* had = std::getenv(name);
+  const std::optional<std::string> saved = had ? std::optional<std::string>(had) : std::nullopt;
+  if (ordered) {
+    unsetenv(name);
+  } else {
+    setenv(name, "0", 1);
+  }
   MoELayer layer(make_config(c));
-  unsetenv("SERVEKIT_FORWARD_STREAM_ORDER");
+  if (saved) {
+    setenv(name, saved->c_str(), 1);
+  } else {
+    unsetenv(name);
+  }
   EXPECT_NE(layer.kernels(4096), "static");
   EXPECT_EQ(layer.kernels(8), "static");
   load_experts(layer, c);
