@@ -156,15 +156,15 @@ class MoELayer {
   // that forward first (an event recorded at the end of every eager forward; streams told apart
   // by cudaStreamGetId, so cudaStreamPerThread on two threads counts as two streams).
   // SERVEKIT_FORWARD_STREAM_ORDER=0 (read at construction) turns that off, leaving calls on
-  // different streams to the caller to order with events. A forward
-  // captured into a CUDA graph neither waits nor records: replays of graphs that captured
-  // forwards of one layer must be ordered by the caller, against each other and against eager
-  // forwards on other streams. There is no second workspace over the same weights: two
-  // MoELayer objects hold two copies of the weights. Overlapping forwards corrupt each other's
-  // results and can leave the static path's unit counters (each reset by the launch that
-  // finishes with it) in a state that makes later calls wrong too. A forward that starts while
-  // another forward of the layer is running on another host thread throws servekit::Error (the
-  // CPU backend's buffers are host memory, so on the CPU that is the whole guard).
+  // different streams to the caller to order with events. A forward captured into a CUDA graph
+  // neither waits nor records: replays of graphs that captured forwards of one layer must be
+  // ordered by the caller, against each other and against eager forwards on other streams.
+  // There is no second workspace over the same weights: two MoELayer objects hold two copies of
+  // the weights. Overlapping forwards corrupt each other's results and can leave the static
+  // path's unit counters (each reset by the launch that finishes with it) in a state that makes
+  // later calls wrong too. A forward that starts while another forward of the layer is running
+  // on another host thread throws servekit::Error (the CPU backend's buffers are host memory, so
+  // on the CPU that is the whole guard).
   void forward(const MoEInputs& in, TensorView out, void* stream = nullptr);
 
   // Bytes of device memory the layer holds for expert weights (codes, scales, biases of all

@@ -19,13 +19,17 @@
 namespace servekit::testing {
 
 // Sets an environment variable for one scope (the settings servekit reads at construction,
-// e.g. SERVEKIT_GEMM_TILE) and restores the old value, or its absence, when the scope ends, also
-// when an ASSERT leaves the test early.
+// e.g. SERVEKIT_GEMM_TILE), or unsets it where value is null, and restores the old value, or its
+// absence, when the scope ends, also when an ASSERT leaves the test early.
 class ScopedEnv {
  public:
   ScopedEnv(const char* name, const char* value) : name_(name) {
     if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
+    if (value != nullptr) {
+      setenv(name, value, 1);
+    } else {
+      unsetenv(name);
+    }
   }
   ~ScopedEnv() {
     if (old_) {

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -846,21 +845,9 @@ TwoStreamRun forwards_on_two_streams(bool ordered, int rounds) {
   c.inter = 1024;
   c.tokens = 4096;
   c.shared = 1;
-  // Read at construction: unset (the default) or 0 for the layer, then as the caller had it.
-  const char* name = "SERVEKIT_FORWARD_STREAM_ORDER";
-  const char* had = std::getenv(name);
-  const std::optional<std::string> saved = had ? std::optional<std::string>(had) : std::nullopt;
-  if (ordered) {
-    unsetenv(name);
-  } else {
-    setenv(name, "0", 1);
-  }
+  // Read at construction: unset (the default) or 0.
+  const testing::ScopedEnv order("SERVEKIT_FORWARD_STREAM_ORDER", ordered ? nullptr : "0");
   MoELayer layer(make_config(c));
-  if (saved) {
-    setenv(name, saved->c_str(), 1);
-  } else {
-    unsetenv(name);
-  }
   EXPECT_NE(layer.kernels(4096), "static");
   EXPECT_EQ(layer.kernels(8), "static");
   load_experts(layer, c);
