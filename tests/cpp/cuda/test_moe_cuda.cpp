@@ -371,9 +371,7 @@ INSTANTIATE_TEST_SUITE_P(AllFormats, MoECudaQuant, ::testing::ValuesIn(kAllQuant
 TEST(MoECuda, PathDecidesTheWeightCopies) {
   SERVEKIT_REQUIRE_GPU();
   // The cutover table's default, not an override from the environment.
-  const char* env = std::getenv("SERVEKIT_MOE_CUTOVER_ROWS");
-  const std::string saved = env ? env : "";
-  unsetenv("SERVEKIT_MOE_CUTOVER_ROWS");
+  const testing::ScopedEnv cutover("SERVEKIT_MOE_CUTOVER_ROWS", nullptr);
   for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kInt4W4A16}) {
     Case c;
     c.quant = q;
@@ -403,7 +401,6 @@ TEST(MoECuda, PathDecidesTheWeightCopies) {
       check_forward(layer, cp);
     }
   }
-  if (env) setenv("SERVEKIT_MOE_CUTOVER_ROWS", saved.c_str(), 1);
 }
 
 // int4_w4a16 on the dynamic path: groups 64 and 128 run the int4 GEMM (make_grouped_gemm_w4a16)

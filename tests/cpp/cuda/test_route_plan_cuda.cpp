@@ -182,11 +182,9 @@ TEST(RoutePlanCuda, OneCtaEqualsMultiCtaForEveryMethod) {
 TEST(RoutePlanCuda, EarlyAndLateTriggerGiveTheSameResults) {
   SERVEKIT_REQUIRE_GPU();
   constexpr const char* kEnv = "SERVEKIT_DIAG_ROUTE_EARLY_TRIGGER";
-  std::optional<std::string> old;
-  if (const char* v = std::getenv(kEnv)) old = v;
   uint32_t seed = 500;
   for (const char* early : {"1", "0"}) {
-    setenv(kEnv, early, 1);
+    const testing::ScopedEnv trigger(kEnv, early);
     SCOPED_TRACE(::testing::Message() << kEnv << "=" << early);
     for (auto [m, experts] : {std::pair{RoutingMethod::kSoftmaxTopK, 128},
                               std::pair{RoutingMethod::kDeepSeekV3, 384}}) {
@@ -199,11 +197,6 @@ TEST(RoutePlanCuda, EarlyAndLateTriggerGiveTheSameResults) {
           expect_paths_agree(cfg, logits, DType::kF32, bias, {}, tokens, l);
       }
     }
-  }
-  if (old) {
-    setenv(kEnv, old->c_str(), 1);
-  } else {
-    unsetenv(kEnv);
   }
 }
 
