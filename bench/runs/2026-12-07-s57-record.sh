@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Session 57: at one commit, from binaries built on the CPU machine (no device build):
+#   1. on an H200 only: the issues' rows of record (scripts/gpu-check.sh, BENCH_SET=issues,
+#      RUN_TESTS=0; session 49's bench took 244 s), given what is left less ~215 s for 2;
+#   2. the whole GPU suite (servekit_gpu_tests, every test, one process; ~195 s on an H100 in
+#      session 56), which includes MoECuda.ForwardsOnTwoStreamsAreOrdered in the form that runs
+#      the default (SERVEKIT_FORWARD_STREAM_ORDER unset), not yet run on a GPU.
+# Device (carry ["build-carry"], that folder from scripts/carry-binaries.sh at the commit):
+#   SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s57-record.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-590}
+B=${PREBUILT:-build-carry}
+work_dir_out s57-record
+NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
+say "$NAME"
+scripts/carry-binaries.sh --unpack "$B" || { say "unpack failed"; exit 1; }
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+say "prebuilt at $(cat "$B/commit")"
+if [[ $NAME == *H200* ]] && (($(left) > 480)); then
+  env OUT="$W/check" BUDGET_S=$(($(left) - 215)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
+    PREBUILT=1 scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
+  say "gpu-check issues rc=$? $(grep -E '^bench ' "$W/check/summary.txt" 2>/dev/null)"
+fi
+gtest_run all "$B" '*' $(($(left) - 10))
+grep -E "tests? from .* ran" "$W/tests-all.log" | tail -n 1 >>"$W/$WORK_NAME.txt"
+say "done"
