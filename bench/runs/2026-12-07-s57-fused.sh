@@ -7,6 +7,9 @@
 # fused ~50-100 us (~1%) slower than the pass (the pass moves ~755 MB, ~140 us there; the fused
 # epilogue's MUFU work costs GEMM1 ~210 us); bf16 level to ~2% faster fused (the pass reads and
 # writes the bf16 intermediate, the fused store writes half of GEMM1's output).
+# Ran at 661253c on an H100 (BUDGET_S=240, both rounds) and on an H200 (BUDGET_S=105, round 1
+# only): fused level or ahead everywhere, fp8 0.3-1.4%, bf16 1.2-2.3%; the fp8 prediction was
+# wrong on the H200 (level, not ~1% slower). bench/results/{h100,h200}/ab/2026-12-07-s57-fused/.
 # Device (carry ["build-carry"], from scripts/carry-binaries.sh at the commit):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=300 bash bench/runs/2026-12-07-s57-fused.sh
 set -uo pipefail
