@@ -5,7 +5,7 @@
 # for it; ran in session 56 on an H100 (PREBUILT=build-carry at d45222a, BUDGET_S=190;
 # bench/results/h100/ab/2026-12-07-s56-order/): 2 and 5 passed, 3 level, so the default went to 1
 # (docs/perf-notes.md, fifty-sixth pass). Its inline gzip unpack became carry-binaries.sh
-# --unpack after it ran (same commands).
+# --unpack after it ran, then prelude's unpack_prebuilt (same commands).
 #   1. main built with the tests;
 #   2. MoECuda.ForwardsOnTwoStreamsAreOrdered (the order on; a 4096-token dynamic forward on one
 #      stream, an 8-token static one on another while it runs; each must equal its solo run bit
@@ -30,9 +30,7 @@ NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 say "$NAME"
 if [[ -n ${PREBUILT:-} ]]; then
   B=$PREBUILT
-  scripts/carry-binaries.sh --unpack "$B" || { say "unpack failed"; exit 1; }
-  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-  say "prebuilt at $(cat "$B/commit")"
+  unpack_prebuilt "$B"
 else
   build_tests "$W/build.log"
 fi

@@ -18,9 +18,7 @@ BUDGET_S=${BUDGET_S:-300}
 B=${PREBUILT:-build-carry}
 work_dir_out s57-fused
 say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-scripts/carry-binaries.sh --unpack "$B" || { say "unpack failed"; exit 1; }
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-say "prebuilt at $(cat "$B/commit")"
+unpack_prebuilt "$B"
 ds=(--preset deepseek-v3 --routing uniform --path dynamic --tokens 8192)
 for round in 1 2; do
   for q in fp8_block128 bf16; do

@@ -18,9 +18,7 @@ B=${PREBUILT:-build-carry}
 work_dir_out s57-record
 NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 say "$NAME"
-scripts/carry-binaries.sh --unpack "$B" || { say "unpack failed"; exit 1; }
-export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-say "prebuilt at $(cat "$B/commit")"
+unpack_prebuilt "$B"
 if [[ $NAME == *H200* ]] && (($(left) > 480)); then
   env OUT="$W/check" BUDGET_S=$(($(left) - 215)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
     PREBUILT=1 scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1

@@ -91,6 +91,15 @@ copy_tree() {
   ln -s "$PWD/.deps" "$1/.deps"
   [[ -z ${2:-} ]] || (cd "$1" && patch -p1 <"$2" >/dev/null) || { say "patch $2 does not apply"; exit 1; }
 }
+# unpack_prebuilt DIR: the binaries carried in DIR (scripts/carry-binaries.sh --unpack), cuBLAS's
+# folder on LD_LIBRARY_PATH (a function, so the calling script gets it), and a line with their
+# commit; ends the calling script when the unpack fails. Needs W and say. Scripts of session 57
+# (they and s55-order.sh, which spelt it out, were switched to it after they ran: same commands).
+unpack_prebuilt() {
+  scripts/carry-binaries.sh --unpack "$1" || { say "unpack failed"; exit 1; }
+  export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  say "prebuilt at $(cat "$1/commit")"
+}
 # issue3_rows: issue 3's target rows (qwen3-30b and mixtral bf16 at 2048 and 8192 tokens,
 # deepseek-v3 fp8_block128 at 2048 and 8192, bf16 at 8192; uniform routing) with their cuBLAS
 # peers, 32 tokens checked against the CPU reference, into $OUT/issue3.json and .log, boxed to
