@@ -8,7 +8,7 @@
 # Ran twice at 661253c on an H100 (BUDGET_S=300, then 585 on a call named nvidia-h200 that got an
 # H100): 162/162 both times, 103 s and 211 s (bench/results/h100/ab/2026-12-07-s57-record/). The
 # H200 rows came from a hand-typed gpu-check call that first checked the card
-# (bench/results/h200/2026-12-07-issues-s57*; the calls are in that record folder's calls.txt).
+# (bench/results/h200/2026-12-07-issues-s57*; every call is in the h100 folder's calls.txt).
 # Device (carry ["build-carry"], that folder from scripts/carry-binaries.sh at the commit):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s57-record.sh
 set -uo pipefail
