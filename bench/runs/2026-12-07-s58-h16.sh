@@ -11,6 +11,13 @@
 # -3% at 1 / 8 / 32 tokens; kimi-k2 int4 (its shared expert's task has every token's row: 8 round
 # trips per GEMM2 unit at 8 tokens, 32 at 32) -1 to -4% at 8 and 32; qwen3-235b (I = 1536) and
 # qwen3-30b (I = 768) level at 1 and 8 (one-row tasks: one round trip either way), up to -1% at 32.
+# Ran at b7d09a1 on an H100 (BUDGET_S=570, 387 s): GPU suite 162/162 (the 38 a16 static cases'
+# H16=0/1 checks among them, bit-equal); no row faster: -0.1% to +0.6% over the two rounds
+# (qwen3-235b int4 +0.5% at 1 / 8 / 32 tokens, gpt-oss +0.1 to +0.6%, kimi-k2 -0.1 to +0.2%).
+# Prediction wrong: the staging's round trips were already hidden behind the register ring's
+# in-flight weight loads (docs/perf-notes.md, fifty-eighth pass). Dropped from main (b7d09a1's
+# source change is bench/runs/s58-h16.patch: git apply it, commit, then carry-binaries).
+# bench/results/h100/ab/2026-12-07-s58-h16/.
 # Device (carry ["build-carry"], from scripts/carry-binaries.sh at the commit):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s58-h16.sh
 set -uo pipefail

@@ -86,7 +86,7 @@ struct Workspace {
   float* xs = nullptr;            // [T, ceil(H / 128)] their scales
   uint16_t* hq = nullptr;         // [rows, I] fp8_block128: h codes for GEMM2, else empty
   float* hs = nullptr;            // [rows, ceil(I / 128)] their scales
-  float* h = nullptr;             // [rows, I] GEMM1 output (a16 formats: bf16 bits, h16 below)
+  float* h = nullptr;             // [rows, I] GEMM1 output
   float* y32 = nullptr;           // [rows, H] GEMM2 output for the fused combine
   float* partials = nullptr;      // [grid][2][8 warps][4][32] float4
   int32_t* partitions = nullptr;  // [2][kStaticPartitionStride] GEMM1's, GEMM2's CTA begins
@@ -415,13 +415,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm1.row_token = a.plan.row_token;
   l.gemm1.amax_in = per_tensor ? w.x_amax : nullptr;
   l.gemm1.amax_in_count = per_tensor ? input.ctas : 0;
-  // The a16 formats' h as bf16 (SERVEKIT_STATIC_H16, default 1; 0 writes fp32, read at every
-  // launch): GEMM1 stores the bf16 value GEMM2's staging would round its fp32 h to, into h's
-  // space, and GEMM2 stages it with the batched copy (4 chunks in flight per half-warp) instead
-  // of one dependent L2 round trip per chunk, reading half the bytes. The same bits either way.
-  const bool h16 = !sm::static_is_fp8(f) && env_int("SERVEKIT_STATIC_H16", 0, 1, 1) == 1;
-  l.gemm1.h_out = h16 ? nullptr : w.h;
-  l.gemm1.h16_out = h16 ? reinterpret_cast<uint16_t*>(w.h) : nullptr;
+  l.gemm1.h_out = w.h;
   l.gemm1.w13_bias = a.w13_bias;
   SERVEKIT_CHECK(d.activation == Activation::kSwiGLU || d.activation == Activation::kGeGLU ||
                      d.activation == Activation::kSwiGLUOAI || d.activation == Activation::kReLU2,
@@ -434,7 +428,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   l.gemm2.cta_begins =
       partition.begins != nullptr ? partition.begins + sm::kStaticPartitionStride : nullptr;
   l.gemm2.h = w.h;
-  l.gemm2.hq = l.gemm1.h16_out;
   l.gemm2.amax_in = per_tensor ? w.h_amax : nullptr;
   l.gemm2.y = static_cast<uint16_t*>(a.y);
   l.gemm2.out = static_cast<uint16_t*>(a.out);

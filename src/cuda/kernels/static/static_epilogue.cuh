@@ -16,16 +16,6 @@ __device__ __forceinline__ float static_relu2(float v) {
   return activate<Activation::kReLU2>(v, 0.0f);
 }
 
-// One h element: fp32 into h_out, or its bf16 bits into h16_out when set (the value GEMM2's
-// staging would round it to; static_moe.cu sets it for the a16 formats only).
-__device__ __forceinline__ void static_store_h(const StaticGemmParams& p, int64_t i, float v) {
-  if (p.h16_out != nullptr) {
-    p.h16_out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  } else {
-    p.h_out[i] = v;
-  }
-}
-
 // GEMM1: h[row, col] for the warp's tile; returns the max |h| bits stored (fp8_per_tensor).
 __device__ __forceinline__ uint32_t static_gemm1_epilogue(const StaticGemmParams& p,
                                                           const StaticTask& task, int tile,
@@ -40,19 +30,19 @@ __device__ __forceinline__ uint32_t static_gemm1_epilogue(const StaticGemmParams
     for (int c = 0; c < 2; ++c) {
       const int tok = nt * 8 + 2 * t + c;
       if (tok >= task.rows) continue;
-      const int64_t h = static_cast<int64_t>(task.row_begin + tok) * I;
+      float* h = p.h_out + static_cast<int64_t>(task.row_begin + tok) * I;
       const float v0 = acc[nt][c] * alpha, v1 = acc[nt][2 + c] * alpha;
       if (p.gated) {
         const int64_t j = 8 * static_cast<int64_t>(tile) + g;
         const float out = activate(p.act, bias ? v0 + bias[j] : v0, bias ? v1 + bias[I + j] : v1);
-        static_store_h(p, h + j, out);
+        h[j] = out;
         amax = max(amax, abs_bits(out));
       } else {
         const int64_t f0 = 16 * static_cast<int64_t>(tile) + g, f1 = f0 + 8;
         const float o0 = static_relu2(bias ? v0 + bias[f0] : v0);
         const float o1 = static_relu2(bias ? v1 + bias[f1] : v1);
-        static_store_h(p, h + f0, o0);
-        static_store_h(p, h + f1, o1);
+        h[f0] = o0;
+        h[f1] = o1;
         amax = max(amax, max(abs_bits(o0), abs_bits(o1)));
       }
     }

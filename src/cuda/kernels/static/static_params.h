@@ -35,8 +35,7 @@ struct StaticPlanParams {
 };
 
 // One GEMM of the static path. GEMM1 (gate/up, kDown = false):
-//   h[row, :I] = act(alpha * (xq[row_token[row]] . W13^T) + b13)
-//                (fp32; the a16 formats write its bf16 bits instead when h16_out is set)
+//   h[row, :I] = act(alpha * (xq[row_token[row]] . W13^T) + b13)          (fp32)
 // GEMM2 (down, kDown = true):
 //   y[row, :H] = alpha * (hq[row] . W2^T)   -> bf16 y, or fp32 then the fused combine
 // where xq / hq are the activations quantized as quant.h says for the format.
@@ -50,23 +49,19 @@ struct StaticGemmParams {
   int64_t tile_scale_bytes = 0, code_bytes = 0;
   bool gated = false;  // GEMM1 of a gated activation
 
-  // activations (the B operand): GEMM1 gathers bf16 x rows, GEMM2 reads h rows (16-bit from
-  // hq when set, else fp32 from h)
+  // activations (the B operand): GEMM1 gathers bf16 x rows, GEMM2 reads fp32 h rows
   const uint16_t* x = nullptr;         // [T, K] bf16
   const uint16_t* xq = nullptr;        // fp8_block128 GEMM1: x quantized once (StaticInputPrep)
   const float* xs = nullptr;           //   and its scales
   const int32_t* row_token = nullptr;  // [rows] (GEMM1)
   const float* h = nullptr;            // [rows, K] fp32 (GEMM2)
-  const uint16_t* hq = nullptr;        // GEMM2, when set: h as 16-bit values staged as a copy:
-                                       //   fp8_block128's codes (StaticHQuant::hq) with their
-                                       //   scales hs, or an a16 format's bf16 h (h16_out)
-  const float* hs = nullptr;
-  const uint32_t* amax_in = nullptr;  // fp8_per_tensor: |src| maxima of the previous kernel
+  const uint16_t* hq = nullptr;        // fp8_block128 GEMM2, when set: h quantized once
+  const float* hs = nullptr;           //   (StaticHQuant::hq, hs)
+  const uint32_t* amax_in = nullptr;   // fp8_per_tensor: |src| maxima of the previous kernel
   int amax_in_count = 0;
 
   // GEMM1 epilogue
-  float* h_out = nullptr;           // [rows, I] fp32, unless h16_out is set
-  uint16_t* h16_out = nullptr;      // [rows, I] bf16 bits (a16 formats only; static_moe.cu)
+  float* h_out = nullptr;           // [rows, I] fp32
   const float* w13_bias = nullptr;  // [G, R] or null
   Activation act = Activation::kSwiGLU;
   int64_t inter = 0;             // I

@@ -105,7 +105,7 @@ constexpr bool static_gemm1_copies() {
 // Staging as a copy: k-blocks [w0, w1) of the task's rows, each 128-column chunk by one
 // half-warp, kBatch chunks in flight per half-warp so the L2 round trips overlap instead of
 // running one after another. GEMM1 (see static_gemm1_copies) reads token rows of x (or the
-// planner's xq, xs); GEMM2 (with p.hq) the task's own rows of hq (and fp8_block128's hs).
+// planner's xq, xs); GEMM2 (fp8_block128 with p.hq) the task's own rows of hq, hs.
 template <StaticFormat F, bool kDown>
 __device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& task, int w0, int w1,
                                   uint8_t* sB, int row_stride, float* sXs) {
@@ -146,17 +146,16 @@ __device__ void static_stage_copy(const StaticGemmParams& p, const StaticTask& t
   }
 }
 
-// The staging of a unit's window: a copy for GEMM1 where static_gemm1_copies, and for GEMM2 when
-// h comes as 16-bit values (p.hq: fp8_block128's codes after the h quantization, or the a16
-// formats' bf16 h); else quantized while staged (fp8_per_tensor, and fp32 h).
+// The staging of a unit's window: a copy for GEMM1 where static_gemm1_copies and for
+// fp8_block128's GEMM2 after the h quantization, else quantized while staged.
 template <StaticFormat F, bool kDown>
 __device__ __forceinline__ void static_stage(const StaticGemmParams& p, const StaticTask& task,
                                              int w0, int w1, uint8_t* sB, int row_stride,
                                              float* sXs, float act_scale) {
   if constexpr (!kDown && static_gemm1_copies<F>()) {
     static_stage_copy<F, false>(p, task, w0, w1, sB, row_stride, sXs);
-  } else if constexpr (kDown && F != StaticFormat::kFP8PerTensor) {
-    if (p.hq != nullptr) {  // uniform: the launcher set it (StaticGemmParams::hq)
+  } else if constexpr (kDown && F == StaticFormat::kFP8Block128) {
+    if (p.hq != nullptr) {  // uniform: the launcher ran the h quantization
       static_stage_copy<F, true>(p, task, w0, w1, sB, row_stride, sXs);
     } else {
       static_stage_window<F, kDown>(p, task, w0, w1, sB, row_stride, sXs, act_scale);
