@@ -16,9 +16,7 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-300}
 B=${PREBUILT:-build-carry}
-work_dir_out s57-fused
-say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-unpack_prebuilt "$B"
+prebuilt_start s57-fused
 ds=(--preset deepseek-v3 --routing uniform --path dynamic --tokens 8192)
 for round in 1 2; do
   for q in fp8_block128 bf16; do

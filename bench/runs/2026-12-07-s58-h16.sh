@@ -24,9 +24,7 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-590}
 B=${PREBUILT:-build-carry}
-work_dir_out s58-h16
-say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
-unpack_prebuilt "$B"
+prebuilt_start s58-h16
 rows=("qwen3-30b-a3b bf16" "qwen3-235b-a22b bf16,int4_w4a16" "gpt-oss-120b mxfp4_w4a16"
   "kimi-k2 int4_w4a16")
 for round in 1 2; do

@@ -100,6 +100,14 @@ unpack_prebuilt() {
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   say "prebuilt at $(cat "$1/commit")"
 }
+# prebuilt_start NAME: work_dir_out NAME, a line with the card's name, and unpack_prebuilt "$B"
+# (B: the carried folder); the start of the scripts that run carried binaries. Scripts of session
+# 58 on (s57-fused.sh was switched to it after its calls ran: same commands).
+prebuilt_start() {
+  work_dir_out "$1"
+  say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
+  unpack_prebuilt "$B"
+}
 # issue3_rows: issue 3's target rows (qwen3-30b and mixtral bf16 at 2048 and 8192 tokens,
 # deepseek-v3 fp8_block128 at 2048 and 8192, bf16 at 8192; uniform routing) with their cuBLAS
 # peers, 32 tokens checked against the CPU reference, into $OUT/issue3.json and .log, boxed to
