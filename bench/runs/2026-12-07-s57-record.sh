@@ -20,9 +20,7 @@ NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)
 say "$NAME"
 unpack_prebuilt "$B"
 if [[ $NAME == *H200* ]] && (($(left) > 480)); then
-  env OUT="$W/check" BUDGET_S=$(($(left) - 215)) BUILD_DIR="$B" BENCH_SET=issues RUN_TESTS=0 \
-    PREBUILT=1 scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
-  say "gpu-check issues rc=$? $(grep -E '^bench ' "$W/check/summary.txt" 2>/dev/null)"
+  prebuilt_check issues $(($(left) - 215))
 fi
 gtest_run all "$B" '*' $(($(left) - 10))
 grep -E "tests? from .* ran" "$W/tests-all.log" | tail -n 1 >>"$W/$WORK_NAME.txt"

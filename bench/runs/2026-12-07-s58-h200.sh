@@ -14,7 +14,5 @@ B=${PREBUILT:-build-carry}
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
 prebuilt_start s58-h200
 gtest_run all "$B" '*' $(($(left) - 120))
-env OUT="$W/check" BUDGET_S=$(($(left) - 5)) BUILD_DIR="$B" BENCH_SET=issue4b RUN_TESTS=0 \
-  PREBUILT=1 scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
-say "gpu-check issue4b rc=$? $(grep -E '^bench ' "$W/check/summary.txt" 2>/dev/null)"
+prebuilt_check issue4b $(($(left) - 5))
 say "done"

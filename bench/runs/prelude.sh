@@ -108,6 +108,15 @@ prebuilt_start() {
   say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
   unpack_prebuilt "$B"
 }
+# prebuilt_check SET SECONDS: scripts/gpu-check.sh's BENCH_SET=SET rows from the carried binaries
+# in B (RUN_TESTS=0), boxed to SECONDS, into W/check (its log W/gpu-check.log); says its bench
+# line. Scripts of session 58 on (s57-record.sh was switched to it after its calls ran: same
+# commands).
+prebuilt_check() {
+  env OUT="$W/check" BUDGET_S="$2" BUILD_DIR="$B" BENCH_SET="$1" RUN_TESTS=0 PREBUILT=1 \
+    scripts/gpu-check.sh >"$W/gpu-check.log" 2>&1
+  say "gpu-check $1 rc=$? $(grep -E '^bench ' "$W/check/summary.txt" 2>/dev/null)"
+}
 # issue3_rows: issue 3's target rows (qwen3-30b and mixtral bf16 at 2048 and 8192 tokens,
 # deepseek-v3 fp8_block128 at 2048 and 8192, bf16 at 8192; uniform routing) with their cuBLAS
 # peers, 32 tokens checked against the CPU reference, into $OUT/issue3.json and .log, boxed to
