@@ -17,7 +17,8 @@
 # Prediction wrong: the staging's round trips were already hidden behind the register ring's
 # in-flight weight loads (docs/perf-notes.md, fifty-eighth pass). Dropped from main (b7d09a1's
 # source change is bench/runs/s58-h16.patch: git apply it, commit, then carry-binaries).
-# bench/results/h100/ab/2026-12-07-s58-h16/.
+# bench/results/h100/ab/2026-12-07-s58-h16/. Switched to prelude's prebuilt_start after it ran
+# (same commands).
 # Device (carry ["build-carry"], from scripts/carry-binaries.sh at the commit):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=590 bash bench/runs/2026-12-07-s58-h16.sh
 set -uo pipefail
