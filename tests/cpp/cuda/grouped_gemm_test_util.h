@@ -8,25 +8,17 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <random>
-#include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "cuda/device_array.h"
-#include "cuda/expert_layout.h"
-#include "cuda/gemm_tile_pick.h"
 #include "cuda/grouped_gemm.h"
 #include "cuda/moe_plan.h"
-#include "cuda/moe_quant.h"
-#include "gpu_test_util.h"
-#include "servekit/error.h"
 #include "servekit/formats.h"
-#include "servekit/quant.h"
 
 namespace servekit::cuda {
 

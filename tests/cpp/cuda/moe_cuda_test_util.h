@@ -8,20 +8,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "core/random_data.h"
 #include "cpu/moe_reference.h"
 #include "cuda/device_array.h"
-#include "cuda/gemm_tile_config.h"
-#include "cuda/gemm_tile_pick.h"
-#include "cuda/grouped_gemm.h"
 #include "gpu_test_util.h"
 #include "servekit/moe.h"
 
