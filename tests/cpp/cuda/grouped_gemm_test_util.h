@@ -20,7 +20,8 @@
 #include "cuda/moe_plan.h"
 #include "servekit/formats.h"
 
-namespace servekit::cuda {
+// Their own namespace, not the library's; the test files take it with a using-directive.
+namespace servekit::cuda::gemm_test {
 
 constexpr int kGuardRows = 8;  // rows of D past the last group, which must stay poisoned
 
@@ -258,4 +259,4 @@ inline void expect_fused_equals_pass(const testing::DeviceArray<uint16_t>& d_h,
   for (size_t i = valid; i < got.size(); ++i) ASSERT_EQ(got[i], 0xFF) << "guard byte " << i;
 }
 
-}  // namespace servekit::cuda
+}  // namespace servekit::cuda::gemm_test

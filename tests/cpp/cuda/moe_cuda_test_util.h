@@ -19,7 +19,8 @@
 #include "gpu_test_util.h"
 #include "servekit/moe.h"
 
-namespace servekit {
+// Their own namespace, not the library's; the test files take it with a using-directive.
+namespace servekit::moe_cuda_test {
 
 // Tolerance: moe_tolerance(m, kCUDA) (src/cpu/moe_reference.cpp gives the reasons).
 inline double cuda_tolerance(QuantMethod m) {
@@ -292,4 +293,4 @@ inline std::string case_name(const Case& c) {
          std::string(activation_name(c.activation)) + "/T" + std::to_string(c.tokens);
 }
 
-}  // namespace servekit
+}  // namespace servekit::moe_cuda_test

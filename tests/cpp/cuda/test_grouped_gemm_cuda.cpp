@@ -31,6 +31,7 @@ namespace servekit::cuda {
 namespace {
 
 using testing::DeviceArray;
+using namespace gemm_test;
 
 using Factory = std::unique_ptr<GroupedGemm> (*)(const GroupedGemmShape&, int);
 

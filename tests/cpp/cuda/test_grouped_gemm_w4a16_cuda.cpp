@@ -30,6 +30,7 @@ namespace servekit::cuda {
 namespace {
 
 using testing::DeviceArray;
+using namespace gemm_test;
 
 // Random int4_w4a16 operands for make_grouped_gemm_w4a16: bf16 rows [rows, K], and per expert a
 // quant.h int4_w4a16 matrix ([N, K/2] codes, every nibble value; [N, K/G] bf16 scales) converted

@@ -30,6 +30,7 @@ namespace servekit {
 namespace {
 
 using testing::DeviceArray;
+using namespace moe_cuda_test;
 
 const QuantMethod kAllQuant[] = {QuantMethod::kBF16,        QuantMethod::kFP8PerTensor,
                                  QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A16,

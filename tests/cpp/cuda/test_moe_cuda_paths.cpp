@@ -29,6 +29,7 @@ namespace servekit {
 namespace {
 
 using testing::DeviceArray;
+using namespace moe_cuda_test;
 
 TEST(MoECuda, FusedActivationMatchesThePass) {
   SERVEKIT_REQUIRE_GPU();
