@@ -5,6 +5,8 @@
 #   2. issue 4's tail rows (BENCH_SET=issue4b: kimi-k2 int4 at 1 / 8 / 32 tokens, both paths, and
 #      the all-on-one-expert rows of qwen3-235b bf16 and deepseek-v3 fp8_block128), five of which
 #      session 57's issues call lost to its time box (~90 s).
+# Not run yet: session 58's device time ran out (its calls:
+# bench/results/h100/ab/2026-12-07-s58-h16/calls.txt).
 # Device (carry ["build-carry"], from scripts/carry-binaries.sh at the commit):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=400 bash bench/runs/2026-12-07-s58-h200.sh
 set -uo pipefail
