@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Session 59, from binaries built on the CPU machine (carry ["build-carry"], from
+# scripts/carry-binaries.sh at the commit; the kernels are 661253c's):
+#   1. on any card: the whole GPU suite in one process (~105-210 s), the first GPU run of the
+#      test files split in session 58 (test_grouped_gemm_w4a16_cuda.cpp, test_moe_cuda_paths.cpp
+#      and their helper headers);
+#   2. on an H200 only: issue 4's tail rows (BENCH_SET=issue4b, ~90 s: kimi-k2 int4 at 1 / 8 / 32
+#      tokens, both paths, and the all-on-one-expert rows), five of which session 57's issues
+#      call lost to its time box. A call that names nvidia-h200 may get an H100, so the script
+#      checks the card instead of ending the call unused (session 58's s58-h200.sh ended at once).
+# Device:
+#   SERVEKIT_COMMIT=<sha> BUDGET_S=400 bash bench/runs/2026-12-07-s59-suite.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-400}
+B=${PREBUILT:-build-carry}
+prebuilt_start s59-suite
+gtest_run all "$B" '*' $(($(left) - 100))
+if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
+  prebuilt_check issue4b $(($(left) - 5))
+else
+  say "not an H200: no rows"
+fi
+say "done"
