@@ -473,6 +473,7 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
     l.gemm2.hs = w.hs;
   }
   l.stop_after_gemm1 = diag_stop == 3;
+  l.gemm1.serial_tail = l.gemm2.serial_tail = diag_env("SERVEKIT_DIAG_STATIC_SERIAL_TAIL", 1);
   int diag_dev = -1;
   if (g_diag_times != nullptr) SERVEKIT_CUDA_CHECK(cudaGetDevice(&diag_dev));
   if (g_diag_times != nullptr && diag_dev == g_diag_device &&

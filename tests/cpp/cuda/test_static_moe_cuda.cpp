@@ -332,6 +332,19 @@ TEST_P(StaticMoECuda, MatchesHostOnDequantizedWeights) {
     }
   }
 
+  // The fix-up and the fused combine load a chunk of parts or slots before summing them; the
+  // slot-by-slot code (SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1) sums the same values in the same
+  // order: the same bits, every element written.
+  {
+    const testing::ScopedEnv serial("SERVEKIT_DIAG_STATIC_SERIAL_TAIL", "1");
+    CUDA_OK(cudaMemset(dout.ptr, 0xFF, ref.size() * 2));
+    launch_static_moe(d, a, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(again.data(), dout.ptr, ref.size() * 2, cudaMemcpyDeviceToHost));
+    EXPECT_EQ(std::memcmp(got.data(), again.data(), got.size() * 2), 0)
+        << "SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1 changed bits";
+  }
+
   // The timing diagnostic (SERVEKIT_DIAG_STATIC_TIMES) on the bf16 fused cases: one more launch
   // with the stamps on gives the same bits, and a report whose quantiles are in stamp order.
   if (c.quant.method == QuantMethod::kBF16 && c.fused) {
@@ -452,6 +465,20 @@ std::vector<Case> cases() {
                Skew::kOneExpert,
                true,
                false});
+  // Top-8 plus a shared expert: 9 slots, so the fused combine's loads take two chunks
+  // (static_combine_quad); at one token the stream-K fix-up has units in more parts than one
+  // chunk (static_fixup) too.
+  for (int64_t t : {1, 32})
+    v.push_back({{QuantMethod::kInt4W4A16, 128},
+                 Activation::kSwiGLU,
+                 512,
+                 384,
+                 16,
+                 8,
+                 1,
+                 t,
+                 Skew::kUniform,
+                 false});
   return v;
 }
 

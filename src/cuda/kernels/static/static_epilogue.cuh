@@ -76,6 +76,68 @@ __device__ __forceinline__ void static_gemm2_epilogue(const StaticGemmParams& p,
 // The fused combine of columns [128 cg, 128 cg + 128) for every token, run by the CTA that
 // completes the column group's last unit. Same sum as moe_plan.h's launch_combine, in the same
 // fixed order (slots 0..K-1 weighted, then the shared slots), on the fp32 y.
+//
+// kChunk slots at a time, loads first: the chunk's row indices, then every weight, y (and bias)
+// load of the chunk, predicated, then the sums in slot order (8 slots, 4 with a bias: 8 spilt in
+// mxfp4's GEMM2). A chunk is two
+// dependent round trips to L2 (three with a bias), where a slot-by-slot loop (each slot's sum
+// branching on its row) paid one or two per slot: ~10 for top-8 on the combine that ends GEMM2.
+// StaticGemmParams::serial_tail selects the slot-by-slot loop (a diagnostic; same bits).
+template <bool kBias, int kChunk = kBias ? 4 : 8>
+__device__ __forceinline__ float4 static_combine_quad(const StaticGemmParams& p, int64_t tok,
+                                                      int64_t n, int slots) {
+  const int64_t H = p.n;
+  float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int s0 = 0; s0 < slots; s0 += kChunk) {
+    int32_t row[kChunk];
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j)
+      row[j] = s0 + j < slots ? p.token_slot_row[tok * slots + s0 + j] : -1;
+    float w[kChunk];
+    float4 v[kChunk], b[kChunk];
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) {
+      const int slot = s0 + j;
+      w[j] = slot < p.top_k ? p.topk_weights[tok * p.top_k + slot] : 1.0f;
+      v[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (row[j] >= 0) v[j] = __ldcg(reinterpret_cast<const float4*>(p.y32 + row[j] * H + n));
+      if constexpr (kBias) {
+        b[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (row[j] >= 0)
+          b[j] = __ldg(reinterpret_cast<const float4*>(p.w2_bias + p.row_group[row[j]] * H + n));
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kChunk; ++j) {
+      if (row[j] < 0) continue;
+      if constexpr (kBias) v[j].x += b[j].x, v[j].y += b[j].y, v[j].z += b[j].z, v[j].w += b[j].w;
+      s.x = fmaf(w[j], v[j].x, s.x), s.y = fmaf(w[j], v[j].y, s.y), s.z = fmaf(w[j], v[j].z, s.z),
+      s.w = fmaf(w[j], v[j].w, s.w);
+    }
+  }
+  return s;
+}
+
+// The slot-by-slot loop (StaticGemmParams::serial_tail).
+__device__ __forceinline__ float4 static_combine_quad_serial(const StaticGemmParams& p, int64_t tok,
+                                                             int64_t n, int slots) {
+  const int64_t H = p.n;
+  float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int slot = 0; slot < slots; ++slot) {
+    const int32_t row = p.token_slot_row[tok * slots + slot];
+    if (row < 0) continue;
+    const float w = slot < p.top_k ? p.topk_weights[tok * p.top_k + slot] : 1.0f;
+    float4 v = __ldcg(reinterpret_cast<const float4*>(p.y32 + row * H + n));
+    if (p.w2_bias) {
+      const float4 b = __ldg(reinterpret_cast<const float4*>(p.w2_bias + p.row_group[row] * H + n));
+      v.x += b.x, v.y += b.y, v.z += b.z, v.w += b.w;
+    }
+    s.x = fmaf(w, v.x, s.x), s.y = fmaf(w, v.y, s.y), s.z = fmaf(w, v.z, s.z),
+    s.w = fmaf(w, v.w, s.w);
+  }
+  return s;
+}
+
 __device__ __forceinline__ void static_combine_columns(const StaticGemmParams& p, int cg) {
   const int64_t H = p.n;
   const int64_t c0 = 128 * static_cast<int64_t>(cg);
@@ -84,20 +146,9 @@ __device__ __forceinline__ void static_combine_columns(const StaticGemmParams& p
   // The CTA's first kStaticWarps warps (the ring kernel's producer warp does not take part).
   for (int64_t it = threadIdx.x; it < p.tokens * quads; it += kStaticWarps * 32) {
     const int64_t tok = it / quads, n = c0 + 4 * (it % quads);
-    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int slot = 0; slot < slots; ++slot) {
-      const int32_t row = p.token_slot_row[tok * slots + slot];
-      if (row < 0) continue;
-      const float w = slot < p.top_k ? p.topk_weights[tok * p.top_k + slot] : 1.0f;
-      float4 v = __ldcg(reinterpret_cast<const float4*>(p.y32 + row * H + n));
-      if (p.w2_bias) {
-        const float4 b =
-            __ldg(reinterpret_cast<const float4*>(p.w2_bias + p.row_group[row] * H + n));
-        v.x += b.x, v.y += b.y, v.z += b.z, v.w += b.w;
-      }
-      s.x = fmaf(w, v.x, s.x), s.y = fmaf(w, v.y, s.y), s.z = fmaf(w, v.z, s.z),
-      s.w = fmaf(w, v.w, s.w);
-    }
+    const float4 s = p.serial_tail ? static_combine_quad_serial(p, tok, n, slots)
+                     : p.w2_bias   ? static_combine_quad<true>(p, tok, n, slots)
+                                   : static_combine_quad<false>(p, tok, n, slots);
     const __nv_bfloat162 lo = __floats2bfloat162_rn(s.x, s.y), hi = __floats2bfloat162_rn(s.z, s.w);
     *reinterpret_cast<uint2*>(p.out + tok * H + n) = make_uint2(
         *reinterpret_cast<const uint32_t*>(&lo), *reinterpret_cast<const uint32_t*>(&hi));

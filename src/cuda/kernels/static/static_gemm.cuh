@@ -349,6 +349,69 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
   return r;
 }
 
+// The float4 index in p.partials of the lane's partial sums of unit u that CTA c stored
+// (static_finish_unit; the workspace holds grid x 2 x kStaticWarps x 4 x 32 < 2^31 float4).
+__device__ __forceinline__ int32_t static_part_index(const StaticCtaRange& r, int u, int c,
+                                                     const StaticPartition& part, int warp,
+                                                     int lane) {
+  const int cs = static_partial_slot(u, c, r.kblocks, part);
+  return ((c * 2 + cs) * kStaticWarps + warp) * 4 * 32 + lane;
+}
+
+// acc (zero) += the parts of unit u in CTA (= k) order, so results are deterministic.
+// kStaticFixupChunk CTAs at a time: the chunk's indices from the shared-memory table, then all
+// its loads of a token tile, then the sums in order, so a chunk is one round trip to L2 where
+// part-by-part code paid one per part (a unit cut into 2-4 parts at one token).
+constexpr int kStaticFixupChunk = 4;
+__device__ __forceinline__ void static_fixup(const StaticGemmParams& p, const StaticCtaRange& r,
+                                             int u, const StaticSegment& seg,
+                                             const StaticPartition& part, int warp, int lane,
+                                             int nts, float (&acc)[4][4]) {
+  const float4* partials = reinterpret_cast<const float4*>(p.partials);
+  for (int c0 = seg.first_cta; c0 <= seg.last_cta; c0 += kStaticFixupChunk) {
+    int32_t at[kStaticFixupChunk];  // -1: no part
+#pragma unroll
+    for (int j = 0; j < kStaticFixupChunk; ++j) {
+      const int c = c0 + j;
+      at[j] = c <= seg.last_cta && static_cta_has_steps(c, part)
+                  ? static_part_index(r, u, c, part, warp, lane)
+                  : -1;
+    }
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt) {
+      if (nt >= nts) break;
+      float4 v[kStaticFixupChunk];
+#pragma unroll
+      for (int j = 0; j < kStaticFixupChunk; ++j)
+        v[j] =
+            at[j] >= 0 ? __ldcg(partials + at[j] + nt * 32) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int j = 0; j < kStaticFixupChunk; ++j)
+        if (at[j] >= 0)
+          acc[nt][0] += v[j].x, acc[nt][1] += v[j].y, acc[nt][2] += v[j].z, acc[nt][3] += v[j].w;
+    }
+  }
+}
+
+// The part-by-part loop (StaticGemmParams::serial_tail).
+__device__ __forceinline__ void static_fixup_serial(const StaticGemmParams& p,
+                                                    const StaticCtaRange& r, int u,
+                                                    const StaticSegment& seg,
+                                                    const StaticPartition& part, int warp, int lane,
+                                                    int nts, float (&acc)[4][4]) {
+  for (int c = seg.first_cta; c <= seg.last_cta; ++c) {
+    if (!static_cta_has_steps(c, part)) continue;
+    const float4* src =
+        reinterpret_cast<const float4*>(p.partials) + static_part_index(r, u, c, part, warp, lane);
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+      if (nt < nts) {
+        const float4 v = __ldcg(src + nt * 32);
+        acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
+      }
+  }
+}
+
 // Finishes unit u after its k-loop over [kb0, kb1): here if this CTA computed all of it, else by
 // the last of its CTAs, which sums the parts in CTA (= k) order, so results are deterministic;
 // then the epilogue and, for GEMM2 with the fused combine, the column group's combine by the CTA
@@ -384,18 +447,10 @@ __device__ __forceinline__ void static_finish_unit(const StaticGemmParams& p,
       for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-      for (int c = seg.first_cta; c <= seg.last_cta; ++c) {  // in k order: deterministic
-        if (!static_cta_has_steps(c, part)) continue;
-        const int cs = static_partial_slot(u, c, r.kblocks, part);
-        const float4* part = reinterpret_cast<const float4*>(p.partials) +
-                             ((static_cast<int64_t>(c) * 2 + cs) * kStaticWarps + warp) * 4 * 32 +
-                             lane;
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-          if (nt < nts) {
-            const float4 v = __ldcg(part + nt * 32);
-            acc[nt][0] += v.x, acc[nt][1] += v.y, acc[nt][2] += v.z, acc[nt][3] += v.w;
-          }
+      if (p.serial_tail) {
+        static_fixup_serial(p, r, u, seg, part, warp, lane, nts, acc);
+      } else {
+        static_fixup(p, r, u, seg, part, warp, lane, nts, acc);
       }
       if (threadIdx.x == 0) p.unit_counters[u] = 0;  // ready for the next launch
     }

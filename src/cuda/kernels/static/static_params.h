@@ -95,6 +95,10 @@ struct StaticGemmParams {
   float* partials = nullptr;            // [grid][2][kStaticWarps][4][32] float4
   int32_t* unit_counters = nullptr;     // [units], zero between launches
 
+  // Diagnostic (SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1): the fix-up's part reads and the fused
+  // combine's slot loads one after another, as before they were batched (same bits).
+  int serial_tail = 0;
+
   // Diagnostic (SERVEKIT_DIAG_STATIC_TIMES, docs/static_moe.md), null in normal use:
   // [grid][kStaticDiagSlots] per CTA: kStaticDiagStamps global-timer stamps, then the SM id and
   // the number of units in the CTA's range (static_diag_times_report).
