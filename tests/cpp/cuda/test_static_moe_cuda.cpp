@@ -69,9 +69,9 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   std::string n = std::string(quant_name(c.quant.method));
   if (c.quant.method == QuantMethod::kInt4W4A16) n += "_g" + std::to_string(c.quant.group_size);
   n += "_" + std::string(activation_name(c.act)) + "_H" + std::to_string(c.hidden) + "_I" +
-       std::to_string(c.inter) + "_T" + std::to_string(c.tokens) +
-       (c.skew == Skew::kOneExpert ? "_skewed" : "_uniform") + (c.bias ? "_bias" : "") +
-       (c.fused ? "" : "_y");
+       std::to_string(c.inter) + (c.top_k != 4 ? "_top" + std::to_string(c.top_k) : "") + "_T" +
+       std::to_string(c.tokens) + (c.skew == Skew::kOneExpert ? "_skewed" : "_uniform") +
+       (c.bias ? "_bias" : "") + (c.fused ? "" : "_y");
   return n;
 }
 
