@@ -12,14 +12,22 @@
 # last k-loop and its last exit (twelfth pass's stamps) is the most it could take. Level would
 # mean the tail is not load-latency-bound (the sixth pass's wip/combine-batch measured level).
 # Device (carry ["build-carry", "build-main"]: build-carry from scripts/carry-binaries.sh at the
-# commit, build-main/servekit.gz main's servekit at 8af5fe8):
+# commit, build-main/servekit.xz main's servekit at 8af5fe8, xz: gzip would pass the 64 MiB carry):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=480 bash bench/runs/2026-12-07-s59-tail.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-480}
 B=${PREBUILT:-build-carry}
 prebuilt_start s59-tail
-scripts/carry-binaries.sh --unpack build-main || { say "unpack failed"; exit 1; }
+unpack_main() {
+  xz -dc build-main/servekit.xz >build-main/servekit ||
+    python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' \
+      build-main/servekit.xz >build-main/servekit
+}
+if unpack_main; then chmod +x build-main/servekit; else
+  say "unpack of main failed"
+  exit 1
+fi
 gtest_run static "$B" '*Static*:MoECuda*' $(($(left) - 330))
 static=(--tokens "1,8,32" --routing uniform --path static)
 q235=(--preset qwen3-235b-a22b --quant int4_w4a16 "${static[@]}")
