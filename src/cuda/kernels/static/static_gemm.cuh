@@ -327,25 +327,13 @@ __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p
   }
 }
 
-// The partition table's entries a compute thread copies into shared memory for the fix-up
-// (the grid is at most kStaticMaxPartitionGrid, so at most kStaticPartitionPerThread each).
-// static_cta_start issues the loads of the planner's table and static_partition_store stores
-// them with the first unit's staging: a store right after its load stalled the thread for an L2
-// round trip (two for the threads with a second entry) between the CTA's range and its first
-// task, on the chain that starts GEMM1's weight stream after its dependency wait.
-constexpr int kStaticPartitionPerThread =
-    (kStaticPartitionStride + kStaticThreads - 1) / kStaticThreads;
-struct StaticPartitionCopy {
-  int32_t v[kStaticPartitionPerThread] = {};
-};
-
 // The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
 // and partition table come from the planner; GEMM2 reads them before its own wait, since the
-// planner finished before GEMM1 triggered), the CTA's range, and the loads of the partition
-// table's copy (the compute threads; static_partition_store).
+// planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
+// into shared memory for the fix-up (by the compute threads; visible to them after the barrier
+// that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
 template <bool kDown>
-__device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p,
-                                                           StaticPartitionCopy& copy) {
+__device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
   if constexpr (!kDown) {
     if (p.shared_prefetch != 0 && threadIdx.x == 0) static_shared_prefetch(p);
@@ -353,31 +341,12 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
     pdl_trigger();
   }
   const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
-  if (p.cta_begins != nullptr && threadIdx.x < kStaticThreads) {
-#pragma unroll
-    for (int j = 0; j < kStaticPartitionPerThread; ++j) {
-      const int i = threadIdx.x + j * kStaticThreads;
-      if (i <= static_cast<int>(gridDim.x)) copy.v[j] = p.cta_begins[i];
-    }
-  }
-  return r;
-}
-
-// The partition table's copy into shared memory (the planner's entries loaded by
-// static_cta_start, or the uniform partition's, computed here), by the compute threads during the
-// first unit's staging: visible to them after the barrier that ends it, long before the fix-up.
-__device__ __forceinline__ void static_partition_store(const StaticGemmParams& p,
-                                                       const StaticCtaRange& r,
-                                                       const StaticPartitionCopy& copy) {
-  if (threadIdx.x >= kStaticThreads) return;
-#pragma unroll
-  for (int j = 0; j < kStaticPartitionPerThread; ++j) {
-    const int i = threadIdx.x + j * kStaticThreads;
-    if (i <= static_cast<int>(gridDim.x))
+  if (threadIdx.x < kStaticThreads)
+    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
       static_partition_smem()[i] =
-          p.cta_begins != nullptr ? copy.v[j]
+          p.cta_begins != nullptr ? p.cta_begins[i]
                                   : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
-  }
+  return r;
 }
 
 // The float4 index in p.partials of the lane's partial sums of unit u that CTA c stored
@@ -526,8 +495,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int grid = gridDim.x, cta = blockIdx.x;
-  StaticPartitionCopy copy;
-  const StaticCtaRange r = static_cta_start<kDown>(p, copy);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -572,7 +540,6 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
     static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
-    if (u == u_first) static_partition_store(p, r, copy);  // static_cta_start
     __syncthreads();
 
     float acc[4][4];

@@ -174,8 +174,7 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     mbar_init_fence();
   }
   __syncthreads();
-  StaticPartitionCopy copy;
-  const StaticCtaRange r = static_cta_start<kDown>(p, copy);
+  const StaticCtaRange r = static_cta_start<kDown>(p);
   const int ntasks = r.ntasks, kblocks = r.kblocks, total = r.total;
   const int u_first = r.u_first, u_last = r.u_last;
   const int first_kb0 = r.first_kb0, last_kb1 = r.last_kb1;
@@ -213,7 +212,6 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     const int w0 = kb0 & ~1, w1 = w0 + win;
     named_sync<kStaticThreads>();  // the previous unit's readers are done with the window
     static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, nullptr, 1.0f);
-    if (u == u_first) static_partition_store(p, r, copy);  // static_cta_start
     named_sync<kStaticThreads>();
 
     float acc[4][4];
