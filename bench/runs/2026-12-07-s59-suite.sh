@@ -10,6 +10,8 @@
 #      checks the card instead of ending the call unused (session 58's s58-h200.sh ended at once).
 # H200_ONLY=1 ends the call at once on any other card (for the tries after the suite has passed
 # on an H100 in this session).
+# Ran at 8af5fe8 on an H100 (162/162, bench/results/h100/ab/2026-12-07-s59-suite/); with
+# H200_ONLY=1 at 4bf8f4e an H100 came again and the call ended at once. Still to run on an H200.
 # Device:
 #   [H200_ONLY=1] SERVEKIT_COMMIT=<sha> BUDGET_S=400 bash bench/runs/2026-12-07-s59-suite.sh
 set -uo pipefail
