@@ -79,10 +79,10 @@ __device__ __forceinline__ void static_gemm2_epilogue(const StaticGemmParams& p,
 //
 // kChunk slots at a time, loads first: the chunk's row indices, then every weight, y (and bias)
 // load of the chunk, predicated, then the sums in slot order (8 slots, 4 with a bias: 8 spilt in
-// mxfp4's GEMM2). A chunk is two
-// dependent round trips to L2 (three with a bias), where a slot-by-slot loop (each slot's sum
-// branching on its row) paid one or two per slot: ~10 for top-8 on the combine that ends GEMM2.
-// StaticGemmParams::serial_tail selects the slot-by-slot loop (a diagnostic; same bits).
+// mxfp4's GEMM2). A chunk is two dependent round trips to L2 (three with a bias), where a
+// slot-by-slot loop (each slot's sum branching on its row) paid one or two per slot: ~10 for
+// top-8 on the combine that ends GEMM2. StaticGemmParams::serial_tail selects the slot-by-slot
+// loop (a diagnostic; same bits).
 template <bool kBias, int kChunk = kBias ? 4 : 8>
 __device__ __forceinline__ float4 static_combine_quad(const StaticGemmParams& p, int64_t tok,
                                                       int64_t n, int slots) {
