@@ -12,8 +12,11 @@
 # on an H100 in this session).
 # Ran at 8af5fe8 on an H100 (162/162, bench/results/h100/ab/2026-12-07-s59-suite/); with
 # H200_ONLY=1 at 4bf8f4e an H100 came again and the call ended at once. Still to run on an H200.
+# TESTS=<gtest filter> (default '*') and ROWS=0 (default 1) narrow the call to what a short
+# budget fits.
 # Device:
-#   [H200_ONLY=1] SERVEKIT_COMMIT=<sha> BUDGET_S=400 bash bench/runs/2026-12-07-s59-suite.sh
+#   [H200_ONLY=1] [TESTS=...] [ROWS=0] SERVEKIT_COMMIT=<sha> BUDGET_S=400 \
+#     bash bench/runs/2026-12-07-s59-suite.sh
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-400}
@@ -21,8 +24,10 @@ B=${PREBUILT:-build-carry}
 on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
 [[ ${H200_ONLY:-0} == 1 ]] && ! on_h200 && { echo "not an H200"; exit 0; }
 prebuilt_start s59-suite
-gtest_run all "$B" '*' $(($(left) - 100))
-if on_h200; then
+gtest_run all "$B" "${TESTS:-*}" $(($(left) - 100 * ${ROWS:-1}))
+if [[ ${ROWS:-1} == 0 ]]; then
+  say "no rows (ROWS=0)"
+elif on_h200; then
   prebuilt_check issue4b $(($(left) - 5))
 else
   say "not an H200: no rows"
