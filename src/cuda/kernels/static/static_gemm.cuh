@@ -330,8 +330,12 @@ __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p
 // The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
 // and partition table come from the planner; GEMM2 reads them before its own wait, since the
 // planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
-// into shared memory for the fix-up (by the compute threads; visible to them after the barrier
-// that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
+// into shared memory for the fix-up, by the compute threads (the grid is at most
+// kStaticMaxPartitionGrid). The planner's table is copied by cp.async, so no thread waits for
+// it here: a load and a store stalled every thread an L2 round trip (threads 0-8 two) between
+// the range and the first task's loads, on the chain that starts GEMM1's weight stream. Each
+// compute thread calls cp_async_wait_all before the barrier that ends the first unit's staging
+// (and before it exits), after which the copy is visible to all of them.
 template <bool kDown>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
@@ -342,10 +346,13 @@ __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParam
   }
   const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
   if (threadIdx.x < kStaticThreads)
-    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
-      static_partition_smem()[i] =
-          p.cta_begins != nullptr ? p.cta_begins[i]
-                                  : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
+    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads) {
+      if (p.cta_begins != nullptr) {
+        cp_async_4(static_partition_smem() + i, p.cta_begins + i);
+      } else {
+        static_partition_smem()[i] = static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
+      }
+    }
   return r;
 }
 
@@ -540,6 +547,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
     static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
+    cp_async_wait_all();  // the partition table's copy (static_cta_start)
     __syncthreads();
 
     float acc[4][4];
@@ -570,6 +578,7 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     amax = cta_max_u32(amax, red);
     if (threadIdx.x == 0) p.amax_out[cta] = amax;
   }
+  cp_async_wait_all();  // a CTA without units still waits for its copy (static_cta_start)
   static_diag_stamp(p, 3);
 }
 

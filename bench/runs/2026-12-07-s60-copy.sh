@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Session 60: the partition table's copy into shared memory by cp.async (static_cta_start), so
+# no compute thread waits for it at the CTA's start. Main's load-then-store stalled every thread
+# an L2 round trip (threads 0-8 two) between the CTA's range and its first task's loads; in
+# GEMM1 that sits on the chain from the dependency wait to the first weight load (SASS of int4
+# g128 GEMM1: ACQBULK, the range's loads, the copy's LDG + STS, then the task's LDG, the expert's
+# LDG, the ring's first loads). The threads now wait (cp.async.wait_all) just before the
+# barrier that ends the first unit's staging. Session 59's version (8ef6146, reverted) held the
+# loaded entries in registers until that staging; this one holds none (ptxas: registers and
+# spills of every static kernel unchanged).
+# Prediction: GEMM1's weight stream starts one L2 round trip earlier: -0.3 to -1 us on every
+# static row (1-2% at one token), level within the spread at 8 and 32 tokens.
+# Then, on the same card: the batched unit tail against its serial switch
+# (SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1, same bits; H100 of session 59: batched 2-5% faster at
+# one token, ~1% at 8 and 32), the whole GPU suite of the new binary, and compute-sanitizer
+# (memcheck, racecheck) on a few static cases.
+# Device (carry ["build-carry", "build-main"]: build-carry from scripts/carry-binaries.sh at the
+# commit, build-main/servekit.xz main's servekit at 54c42be):
+#   SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
+set -uo pipefail
+source "$(dirname "$0")/prelude.sh"
+BUDGET_S=${BUDGET_S:-560}
+B=${PREBUILT:-build-carry}
+prebuilt_start s60-copy
+if xz -dc build-main/servekit.xz >build-main/servekit; then chmod +x build-main/servekit; else
+  say "unpack of main failed"
+  exit 1
+fi
+static=(--tokens "1,8,32" --routing uniform --path static)
+q235=(--preset qwen3-235b-a22b --quant int4_w4a16 "${static[@]}")
+q30=(--preset qwen3-30b-a3b --quant bf16 "${static[@]}")
+oss=(--preset gpt-oss-120b --quant mxfp4_w4a16 "${static[@]}")
+for round in 1 2; do
+  order=(main new serial)
+  ((round == 2)) && order=(serial new main)
+  for w in "${order[@]}"; do
+    bin=$B/servekit envs=(SERVEKIT_DIAG_STATIC_SERIAL_TAIL=0)
+    [[ $w == main ]] && bin=build-main/servekit
+    [[ $w == serial ]] && envs=(SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1)
+    BIN=$bin bench_row "q235-$round-$w" "${envs[@]}" -- "${q235[@]}"
+    BIN=$bin bench_row "q30-$round-$w" "${envs[@]}" -- "${q30[@]}"
+    BIN=$bin bench_row "oss-$round-$w" "${envs[@]}" -- "${oss[@]}"
+  done
+done
+gtest_run all "$B" '*' $(($(left) - 70))
+# compute-sanitizer on the one-token and 8-token cases (CTAs without units, units cut in parts):
+# memcheck, then racecheck (the shared-memory copy) with what is left.
+cases='*StaticMoECuda*_T1_*:*StaticMoECuda*_T8_uniform*'
+memcheck_run copy "$B" "$cases"
+cs=$(sanitizer_path)
+if [[ -n $cs ]] && (($(left) > 30)); then
+  timeout $(($(left) - 5)) "$cs" --tool racecheck "$B/servekit_gpu_tests" \
+    --gtest_filter='*StaticMoECuda*bf16*_T1_*:*StaticMoECuda*int4*_T1_*' >"$W/racecheck-copy.log" 2>&1
+  say "racecheck copy rc=$? $(grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$W/racecheck-copy.log" | tr '\n' ' ')"
+fi
+say "done"
