@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Session 60: the partition table's copy into shared memory by cp.async (static_cta_start), so
-# no compute thread waits for it at the CTA's start. Main's load-then-store stalled every thread
+# Session 60: the start of each static GEMM CTA, two changes.
+# 1. The partition table's copy into shared memory by cp.async (static_cta_start), so no
+# compute thread waits for it at the CTA's start. Main's load-then-store stalled every thread
 # an L2 round trip (threads 0-8 two) between the CTA's range and its first task's loads; in
 # GEMM1 that sits on the chain from the dependency wait to the first weight load (SASS of int4
 # g128 GEMM1: ACQBULK, the range's loads, the copy's LDG + STS, then the task's LDG, the expert's
@@ -8,8 +9,16 @@
 # barrier that ends the first unit's staging. Session 59's version (8ef6146, reverted) held the
 # loaded entries in registers until that staging; this one holds none (ptxas: registers and
 # spills of every static kernel unchanged).
-# Prediction: GEMM1's weight stream starts one L2 round trip earlier: -0.3 to -1 us on every
-# static row (1-2% at one token), level within the spread at 8 and 32 tokens.
+# 2. GEMM1's CTAs ask their SM's L1 for the expert table (constant for the layer's life) before
+# their dependency wait (static_expert_table_prefetch: one prefetch.global.L1 per thread,
+# CCTL.E.PF1 in the SASS), so the first task's expert lookup after the wait, the load between
+# the task's and the first weight loads, hits L1 instead of HBM (the benchmark flushes L2 before
+# each replay, and a previous layer's GEMM2 streams its weights through it; the twenty-ninth
+# pass's stamps had "the expert table from HBM" on that chain).
+# SERVEKIT_DIAG_STATIC_TABLE_PREFETCH_OFF=1 (variant "copy") leaves only the cp.async.
+# Prediction: GEMM1's weight stream starts one L2 round trip (copy) plus one HBM-vs-L1 round trip
+# (prefetch) earlier: -0.3 to -1 us each on every static row (1-3% at one token together), level
+# within the spread at 8 and 32 tokens.
 # Then, on the same card: the batched unit tail against its serial switch
 # (SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1, same bits; H100 of session 59: batched 2-5% faster at
 # one token, ~1% at 8 and 32), the whole GPU suite of the new binary, and compute-sanitizer
@@ -31,11 +40,12 @@ q235=(--preset qwen3-235b-a22b --quant int4_w4a16 "${static[@]}")
 q30=(--preset qwen3-30b-a3b --quant bf16 "${static[@]}")
 oss=(--preset gpt-oss-120b --quant mxfp4_w4a16 "${static[@]}")
 for round in 1 2; do
-  order=(main new serial)
-  ((round == 2)) && order=(serial new main)
+  order=(main new copy serial)
+  ((round == 2)) && order=(serial copy new main)
   for w in "${order[@]}"; do
     bin=$B/servekit envs=(SERVEKIT_DIAG_STATIC_SERIAL_TAIL=0)
     [[ $w == main ]] && bin=build-main/servekit
+    [[ $w == copy ]] && envs=(SERVEKIT_DIAG_STATIC_TABLE_PREFETCH_OFF=1)
     [[ $w == serial ]] && envs=(SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1)
     BIN=$bin bench_row "q235-$round-$w" "${envs[@]}" -- "${q235[@]}"
     BIN=$bin bench_row "q30-$round-$w" "${envs[@]}" -- "${q30[@]}"

@@ -259,6 +259,10 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
+// Asks for the 128-byte line at p in this SM's L1 (and L2): a hint, nothing waits for it.
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
 // A 4-byte copy global -> shared that the thread does not wait for (cp.async, through L1): no
 // register holds the value and nothing stalls until cp_async_wait_all, which must precede the
 // barrier after which other threads read the word.
