@@ -17,7 +17,7 @@
 #   SERVEKIT_COMMIT  the commit recorded in the result file (default: git rev-parse HEAD when the
 #                    copy has a .git, else "unknown"); pass it when running on a copy without .git
 #   BUDGET_S         total seconds (default 540)
-#   PREBUILT         1: BUILD_DIR holds servekit (or servekit.gz, unpacked here) built elsewhere
+#   PREBUILT         1: BUILD_DIR holds servekit (or servekit.xz / .gz, unpacked here) built elsewhere
 #                    with the same nvcc (scripts/carry-binaries.sh: BUILD_DIR=build-carry, carry
 #                    ["build-carry"]): no build stage; needs RUN_TESTS=0 (ctest needs a
 #                    configured tree)
@@ -85,7 +85,8 @@ echo "commit: $COMMIT"
 BUILD_OK=0
 : >"$OUT/build.log"
 if [[ ${PREBUILT:-0} == 1 ]]; then
-  [[ -f $BUILD_DIR/servekit.gz ]] && scripts/carry-binaries.sh --unpack "$BUILD_DIR"
+  [[ -f $BUILD_DIR/servekit.gz || -f $BUILD_DIR/servekit.xz ]] &&
+    scripts/carry-binaries.sh --unpack "$BUILD_DIR"
   export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   if ((RUN_TESTS)) || [[ ! -x $BUILD_DIR/servekit ]]; then
     echo "build: PREBUILT=1 needs RUN_TESTS=0 and an executable $BUILD_DIR/servekit" |
