@@ -25,7 +25,9 @@
 # (memcheck, racecheck) on a few static cases.
 # Device (carry ["build-carry", "build-main"]: build-carry from scripts/carry-binaries.sh at the
 # commit, build-main/servekit.xz main's servekit at 54c42be):
-#   SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
+#   [TESTS=<gtest filter>] SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
+# TESTS (default '*', the whole suite, ~215 s on an H100) narrows the tests to what a short
+# budget fits ('*Static*:MoECuda*', 73 tests, ~100 s).
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-560}
@@ -52,7 +54,7 @@ for round in 1 2; do
     BIN=$bin bench_row "oss-$round-$w" "${envs[@]}" -- "${oss[@]}"
   done
 done
-gtest_run all "$B" '*' $(($(left) - 70))
+gtest_run all "$B" "${TESTS:-*}" $(($(left) - 70))
 # compute-sanitizer on the one-token and 8-token cases (CTAs without units, units cut in parts):
 # memcheck, then racecheck (the shared-memory copy) with what is left.
 cases='*StaticMoECuda*_T1_*:*StaticMoECuda*_T8_uniform*'
