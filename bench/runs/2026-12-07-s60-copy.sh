@@ -21,13 +21,13 @@
 # within the spread at 8 and 32 tokens.
 # Then, on the same card: the batched unit tail against its serial switch
 # (SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1, same bits; H100 of session 59: batched 2-5% faster at
-# one token, ~1% at 8 and 32), the whole GPU suite of the new binary, and compute-sanitizer
-# (memcheck, racecheck) on a few static cases.
+# one token, ~1% at 8 and 32); the whole GPU suite of the new binary, in two parts, and
+# compute-sanitizer (memcheck, racecheck) on a few static cases.
 # Device (carry ["build-carry", "build-main"]: build-carry from scripts/carry-binaries.sh at the
 # commit, build-main/servekit.xz main's servekit at 54c42be):
-#   [TESTS=<gtest filter>] SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
-# TESTS (default '*', the whole suite, ~215 s on an H100) narrows the tests to what a short
-# budget fits ('*Static*:MoECuda*', 73 tests, ~100 s).
+#   SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
+# Order: the static and layer GPU tests (73, ~100 s on an H100), the rows (~160 s), the rest of
+# the suite (91, ~110 s), the sanitizers with what is left.
 set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-560}
@@ -37,6 +37,7 @@ if xz -dc build-main/servekit.xz >build-main/servekit; then chmod +x build-main/
   say "unpack of main failed"
   exit 1
 fi
+gtest_run static "$B" '*Static*:MoECuda*' $(($(left) - 60))
 static=(--tokens "1,8,32" --routing uniform --path static)
 q235=(--preset qwen3-235b-a22b --quant int4_w4a16 "${static[@]}")
 q30=(--preset qwen3-30b-a3b --quant bf16 "${static[@]}")
@@ -54,7 +55,7 @@ for round in 1 2; do
     BIN=$bin bench_row "oss-$round-$w" "${envs[@]}" -- "${oss[@]}"
   done
 done
-gtest_run all "$B" "${TESTS:-*}" $(($(left) - 70))
+gtest_run rest "$B" '-*Static*:MoECuda*' $(($(left) - 70))
 # compute-sanitizer on the one-token and 8-token cases (CTAs without units, units cut in parts):
 # memcheck, then racecheck (the shared-memory copy) with what is left.
 cases='*StaticMoECuda*_T1_*:*StaticMoECuda*_T8_uniform*'
