@@ -474,9 +474,6 @@ void launch_static_moe(const StaticMoEDesc& d, const StaticMoEArgs& a, cudaStrea
   }
   l.stop_after_gemm1 = diag_stop == 3;
   l.gemm1.serial_tail = l.gemm2.serial_tail = diag_env("SERVEKIT_DIAG_STATIC_SERIAL_TAIL", 1);
-  l.gemm1.expert_table_bytes = diag_env("SERVEKIT_DIAG_STATIC_TABLE_PREFETCH_OFF", 1)
-                                   ? 0
-                                   : d.num_groups * static_cast<int>(sizeof(sm::StaticExpertPtrs));
   int diag_dev = -1;
   if (g_diag_times != nullptr) SERVEKIT_CUDA_CHECK(cudaGetDevice(&diag_dev));
   if (g_diag_times != nullptr && diag_dev == g_diag_device &&

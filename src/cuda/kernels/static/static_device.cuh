@@ -259,21 +259,6 @@ __device__ __forceinline__ uint64_t l2_evict_first_policy() {
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
-// Asks for the 128-byte line at p in this SM's L1 (and L2): a hint, nothing waits for it.
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
-}
-// A 4-byte copy global -> shared that the thread does not wait for (cp.async, through L1): no
-// register holds the value and nothing stalls until cp_async_wait_all, which must precede the
-// barrier after which other threads read the word.
-__device__ __forceinline__ void cp_async_4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(smem_u32(dst)), "l"(src)
-               : "memory");
-}
-// Waits for every cp.async this thread issued (none pending: returns at once).
-__device__ __forceinline__ void cp_async_wait_all() {
-  asm volatile("cp.async.wait_all;" ::: "memory");
-}
 // Barrier of the CTA's first `threads` threads (named barrier 1; 0 is __syncthreads).
 template <int kThreads>
 __device__ __forceinline__ void named_sync() {

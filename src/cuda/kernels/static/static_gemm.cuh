@@ -327,47 +327,25 @@ __device__ __forceinline__ void static_shared_prefetch(const StaticGemmParams& p
   }
 }
 
-// GEMM1, before the dependency wait: the expert table into this SM's L1, one 128-byte line per
-// thread (a table of more lines than the CTA has threads is prefetched in part), so that the
-// first task's expert lookup after the wait hits L1. The table is constant for the layer's life
-// and no kernel writes it, so a line fetched before the wait is current; without the prefetch
-// the lookup waits on HBM whenever the previous GEMM2's weight stream (or the benchmark's flush)
-// has evicted it from L2, between the first task's load and its first weight load.
-__device__ __forceinline__ void static_expert_table_prefetch(const StaticGemmParams& p) {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p.experts);
-  const uintptr_t line = (begin & ~uintptr_t{127}) + 128 * static_cast<uintptr_t>(threadIdx.x);
-  if (line < begin + static_cast<uintptr_t>(p.expert_table_bytes))
-    prefetch_l1(reinterpret_cast<const void*>(line));
-}
-
-// The start both GEMM kernels share: the entry stamp, GEMM1's expert table prefetch and
-// dependency wait (its task list
+// The start both GEMM kernels share: the entry stamp, GEMM1's dependency wait (its task list
 // and partition table come from the planner; GEMM2 reads them before its own wait, since the
 // planner finished before GEMM1 triggered), the CTA's range, and the partition table's copy
-// into shared memory for the fix-up, by the compute threads (the grid is at most
-// kStaticMaxPartitionGrid). The planner's table is copied by cp.async, so no thread waits for
-// it here: a load and a store stalled every thread an L2 round trip (threads 0-8 two) between
-// the range and the first task's loads, on the chain that starts GEMM1's weight stream. Each
-// compute thread calls cp_async_wait_all before the barrier that ends the first unit's staging
-// (and before it exits), after which the copy is visible to all of them.
+// into shared memory for the fix-up (by the compute threads; visible to them after the barrier
+// that precedes the first unit's staging; the grid is at most kStaticMaxPartitionGrid).
 template <bool kDown>
 __device__ __forceinline__ StaticCtaRange static_cta_start(const StaticGemmParams& p) {
   static_diag_stamp(p, 0);
   if constexpr (!kDown) {
-    if (p.expert_table_bytes > 0) static_expert_table_prefetch(p);
     if (p.shared_prefetch != 0 && threadIdx.x == 0) static_shared_prefetch(p);
     pdl_wait();
     pdl_trigger();
   }
   const StaticCtaRange r = static_cta_range(p, blockIdx.x, gridDim.x);
   if (threadIdx.x < kStaticThreads)
-    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads) {
-      if (p.cta_begins != nullptr) {
-        cp_async_4(static_partition_smem() + i, p.cta_begins + i);
-      } else {
-        static_partition_smem()[i] = static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
-      }
-    }
+    for (int i = threadIdx.x; i <= static_cast<int>(gridDim.x); i += kStaticThreads)
+      static_partition_smem()[i] =
+          p.cta_begins != nullptr ? p.cta_begins[i]
+                                  : static_cast<int32_t>(static_cta_begin(i, r.total, gridDim.x));
   return r;
 }
 
@@ -562,7 +540,6 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     int w0 = kb0 & ~1, w1 = w0 + win;
     __syncthreads();  // the previous unit's readers are done with the window
     static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, sXs, act_scale);
-    cp_async_wait_all();  // the partition table's copy (static_cta_start)
     __syncthreads();
 
     float acc[4][4];
@@ -593,7 +570,6 @@ __global__ void __launch_bounds__(kStaticThreads, 2)
     amax = cta_max_u32(amax, red);
     if (threadIdx.x == 0) p.amax_out[cta] = amax;
   }
-  cp_async_wait_all();  // a CTA without units still waits for its copy (static_cta_start)
   static_diag_stamp(p, 3);
 }
 

@@ -89,11 +89,6 @@ struct StaticGemmParams {
   int shared_first = 0, shared_count = 0;
   int64_t shared_code_bytes = 0;
 
-  // GEMM1: the bytes of the expert table (`experts`, [G] entries), which each CTA asks its SM's
-  // L1 for before the dependency wait (static_expert_table_prefetch); 0: not prefetched
-  // (GEMM2, or the diagnostic SERVEKIT_DIAG_STATIC_TABLE_PREFETCH_OFF=1).
-  int expert_table_bytes = 0;
-
   // stream-K: the CTA ranges and the fix-up
   const int32_t* cta_begins = nullptr;  // [grid + 1] the planner's table (static_tasks.h: the
                                         // weighted partition), or null: the uniform partition

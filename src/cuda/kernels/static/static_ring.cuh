@@ -212,7 +212,6 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     const int w0 = kb0 & ~1, w1 = w0 + win;
     named_sync<kStaticThreads>();  // the previous unit's readers are done with the window
     static_stage<F, kDown>(p, task, w0, min(w1, kb1), sB, row_stride, nullptr, 1.0f);
-    cp_async_wait_all();  // the partition table's copy (static_cta_start)
     named_sync<kStaticThreads>();
 
     float acc[4][4];
@@ -240,7 +239,6 @@ __global__ void __launch_bounds__(kRingThreads, 2)
     static_finish_unit<kDown>(p, r, task, u, kb0, kb1, tile, nts, 1.0f, acc, last_flag, amax,
                               [] { named_sync<kStaticThreads>(); });
   }
-  cp_async_wait_all();  // a CTA without units still waits for its copy (static_cta_start)
   static_diag_stamp(p, 3);
 }
 
