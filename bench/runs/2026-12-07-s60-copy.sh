@@ -23,6 +23,11 @@
 # (SERVEKIT_DIAG_STATIC_SERIAL_TAIL=1, same bits; H100 of session 59: batched 2-5% faster at
 # one token, ~1% at 8 and 32); the whole GPU suite of the new binary, in two parts, and
 # compute-sanitizer (memcheck, racecheck) on a few static cases.
+# Ran at 5a2da8f on an H100 (the call named nvidia-h200): level on qwen3-235b int4 and
+# qwen3-30b bf16, gpt-oss mxfp4 1-2% slower at one token (copy alone too), every row ok; static
+# and layer tests 73/73, the rest of the suite cut by its box at 28 (none failed), memcheck 0
+# errors, racecheck 0 hazards (bench/results/h100/ab/2026-12-07-s60-copy/). Reverted; to run it
+# again, apply bench/runs/s60-start.patch to main and pack with scripts/carry-binaries.sh.
 # Device (carry ["build-carry", "build-main"]: build-carry from scripts/carry-binaries.sh at the
 # commit, build-main/servekit.xz main's servekit at 54c42be):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
