@@ -28,8 +28,10 @@
 # and layer tests 73/73, the rest of the suite cut by its box at 28 (none failed), memcheck 0
 # errors, racecheck 0 hazards (bench/results/h100/ab/2026-12-07-s60-copy/). Reverted; to run it
 # again, apply bench/runs/s60-start.patch to main and pack with scripts/carry-binaries.sh.
+# Switched after it ran to prelude's unpack_prebuilt (for main's servekit) and static_ab_presets:
+# the same commands.
 # Device (carry ["build-carry", "build-main"]: build-carry from scripts/carry-binaries.sh at the
-# commit, build-main/servekit.xz main's servekit at 54c42be):
+# commit, build-main/servekit.xz main's servekit at 54c42be, build-main/commit its commit):
 #   SERVEKIT_COMMIT=<sha> BUDGET_S=560 bash bench/runs/2026-12-07-s60-copy.sh
 # Order: the static and layer GPU tests (73, ~100 s on an H100), the rows (~160 s), the rest of
 # the suite (91, ~110 s), the sanitizers with what is left.
@@ -38,15 +40,9 @@ source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-560}
 B=${PREBUILT:-build-carry}
 prebuilt_start s60-copy
-if xz -dc build-main/servekit.xz >build-main/servekit; then chmod +x build-main/servekit; else
-  say "unpack of main failed"
-  exit 1
-fi
+unpack_prebuilt build-main
 gtest_run static "$B" '*Static*:MoECuda*' $(($(left) - 60))
-static=(--tokens "1,8,32" --routing uniform --path static)
-q235=(--preset qwen3-235b-a22b --quant int4_w4a16 "${static[@]}")
-q30=(--preset qwen3-30b-a3b --quant bf16 "${static[@]}")
-oss=(--preset gpt-oss-120b --quant mxfp4_w4a16 "${static[@]}")
+static_ab_presets
 for round in 1 2; do
   order=(main new copy serial)
   ((round == 2)) && order=(serial copy new main)

@@ -108,6 +108,22 @@ prebuilt_start() {
   say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
   unpack_prebuilt "$B"
 }
+# h200_only: ends the calling script at once, with a line, on any card but an H200 (a call that
+# names nvidia-h200 may get an H100). Scripts of session 60 on (s58-h200 and s59-suite, which spelt
+# it out, are records of calls).
+h200_only() {
+  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
+}
+# static_ab_presets: the arrays q235, q30 and oss, bench_row's arguments for the static path's
+# A/B rows (qwen3-235b int4, qwen3-30b bf16, gpt-oss mxfp4 at 1 / 8 / 32 tokens, uniform; ~20 s
+# for the three on an H100). Scripts of session 60 on (s59-tail and s59-start, which spelt them
+# out, are records of calls).
+static_ab_presets() {
+  local static=(--tokens "1,8,32" --routing uniform --path static)
+  q235=(--preset qwen3-235b-a22b --quant int4_w4a16 "${static[@]}")
+  q30=(--preset qwen3-30b-a3b --quant bf16 "${static[@]}")
+  oss=(--preset gpt-oss-120b --quant mxfp4_w4a16 "${static[@]}")
+}
 # prebuilt_check SET SECONDS: scripts/gpu-check.sh's BENCH_SET=SET rows from the carried binaries
 # in B (RUN_TESTS=0), boxed to SECONDS, into W/check (its log W/gpu-check.log); says its bench
 # line. Scripts of session 58 on (s57-record.sh was switched to it after its calls ran: same
