@@ -12,13 +12,18 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ${1:-} == --unpack ]]; then
+  # A file that does not unpack ends the script with a non-zero status (set -e).
   shopt -s nullglob
-  for z in "${2:?--unpack DIR}"/*.gz; do gzip -dc "$z" >"${z%.gz}" && chmod +x "${z%.gz}"; done
+  for z in "${2:?--unpack DIR}"/*.gz; do
+    gzip -dc "$z" >"${z%.gz}"
+    chmod +x "${z%.gz}"
+  done
   for z in "$2"/*.xz; do
-    # Python's lzma where the machine has no xz.
-    { xz -dc "$z" 2>/dev/null ||
-      python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$z"; } \
-      >"${z%.xz}" && chmod +x "${z%.xz}"
+    # Python's lzma where the machine has no xz (it rewrites the whole file).
+    xz -dc "$z" >"${z%.xz}" 2>/dev/null ||
+      python3 -c 'import lzma, sys; sys.stdout.buffer.write(lzma.open(sys.argv[1]).read())' "$z" \
+        >"${z%.xz}"
+    chmod +x "${z%.xz}"
   done
   exit 0
 fi
