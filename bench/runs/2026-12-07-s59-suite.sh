@@ -14,6 +14,8 @@
 # H200_ONLY=1 at 4bf8f4e an H100 came again and the call ended at once. Still to run on an H200.
 # TESTS=<gtest filter> (default '*') and ROWS=0 (default 1) narrow the call to what a short
 # budget fits.
+# The card check was switched to prelude's on_h200 and h200_only after these calls ran (the same
+# commands).
 # Device:
 #   [H200_ONLY=1] [TESTS=...] [ROWS=0] SERVEKIT_COMMIT=<sha> BUDGET_S=400 \
 #     bash bench/runs/2026-12-07-s59-suite.sh
@@ -21,8 +23,7 @@ set -uo pipefail
 source "$(dirname "$0")/prelude.sh"
 BUDGET_S=${BUDGET_S:-400}
 B=${PREBUILT:-build-carry}
-on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
-[[ ${H200_ONLY:-0} == 1 ]] && ! on_h200 && { echo "not an H200"; exit 0; }
+[[ ${H200_ONLY:-0} == 1 ]] && h200_only
 prebuilt_start s59-suite
 gtest_run all "$B" "${TESTS:-*}" $(($(left) - 100 * ${ROWS:-1}))
 if [[ ${ROWS:-1} == 0 ]]; then

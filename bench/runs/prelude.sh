@@ -108,12 +108,12 @@ prebuilt_start() {
   say "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1)"
   unpack_prebuilt "$B"
 }
-# h200_only: ends the calling script at once, with a line, on any card but an H200 (a call that
-# names nvidia-h200 may get an H100). Scripts of session 60 on (s58-h200 and s59-suite, which spelt
-# it out, are records of calls).
-h200_only() {
-  nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
-}
+# on_h200: true on an H200 (a call that names nvidia-h200 may get an H100). h200_only: ends the
+# calling script at once, with a line, on any other card. Scripts of session 60 on (s59-suite was
+# switched to on_h200 after its calls ran, same commands; s58-h200, which spelt it out, is a
+# record of a call).
+on_h200() { nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; }
+h200_only() { on_h200 || { echo "not an H200"; exit 0; }; }
 # static_ab_presets: the arrays q235, q30 and oss, bench_row's arguments for the static path's
 # A/B rows (qwen3-235b int4, qwen3-30b bf16, gpt-oss mxfp4 at 1 / 8 / 32 tokens, uniform; ~20 s
 # for the three on an H100). Scripts of session 60 on (s59-tail and s59-start, which spelt them
