@@ -6,6 +6,10 @@
 # build-fold: servekit_gpu_tests.xz and commit). Any card: the change deletes a diagnostic path
 # and no default code, so a pass on either card is the check; whether it merges is the H200 A/B
 # of bench/runs/2026-12-07-s60-rows.sh.
+# build-fold: `git apply bench/runs/s61-fold-tail.patch` on main (or `git am` it), build
+# (`ninja -C build servekit_gpu_tests`), then `mkdir -p build-fold && xz -6 -T2 -c
+# build/servekit_gpu_tests >build-fold/servekit_gpu_tests.xz && git rev-parse --short HEAD
+# >build-fold/commit`. Not run in session 61 (no machine came; then new loans were paused).
 # Device (after s59-suite on the same call, or alone):
 #   BUDGET_S=150 bash bench/runs/2026-12-08-s61-fold.sh
 set -uo pipefail
