@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "cuda/static_pack.h"
@@ -304,7 +305,15 @@ INSTANTIATE_TEST_SUITE_P(Formats, StaticLayout,
                                            Case{{QuantMethod::kNVFP4W4A16, 128}, true, 32, 192},
                                            Case{{QuantMethod::kInt4W4A16, 32}, true, 32, 192},
                                            Case{{QuantMethod::kInt4W4A16, 64}, false, 16, 128},
-                                           Case{{QuantMethod::kInt4W4A16, 128}, true, 48, 384}));
+                                           Case{{QuantMethod::kInt4W4A16, 128}, true, 48, 384}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           std::string name(quant_name(c.q.method));
+                           if (c.q.method == QuantMethod::kInt4W4A16)
+                             name += "_g" + std::to_string(c.q.group_size);
+                           return name + (c.gated ? "_gated_" : "_") + std::to_string(c.rows) +
+                                  "x" + std::to_string(c.cols);
+                         });
 
 // Every column group is laid out as 8 tiles (a partial last group is zero-padded), so the kernel
 // steps from one k-block of a tile to the next by the constant static_kblock_stride: the blocks
