@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -73,6 +74,10 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
        std::to_string(c.tokens) + (c.skew == Skew::kOneExpert ? "_skewed" : "_uniform") +
        (c.bias ? "_bias" : "") + (c.fused ? "" : "_y");
   return n;
+}
+// gtest's print of the parameter (without it, the struct's bytes, uninitialized padding included).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << case_name(::testing::TestParamInfo<Case>(c, 0));
 }
 
 // The plan of moe_plan.h on the host: groups 0..E-1 routed, E..E+S-1 shared; rows of a group

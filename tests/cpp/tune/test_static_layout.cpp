@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -261,6 +262,17 @@ void emulate_kblock(const StaticPackedMatrix& p, int64_t i, int64_t kb, const do
   }
 }
 
+// The case's name, for the test's name and for gtest's print of the parameter (which, without
+// PrintTo, dumps the struct's bytes, its uninitialized padding included: valgrind reported it).
+std::string case_name(const Case& c) {
+  std::string name(quant_name(c.q.method));
+  if (c.q.method == QuantMethod::kInt4W4A16) name += "_g" + std::to_string(c.q.group_size);
+  return name + (c.gated ? "_gated_" : "_") + std::to_string(c.rows) + "x" + std::to_string(c.cols);
+}
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << case_name(c);
+}
+
 class StaticLayout : public ::testing::TestWithParam<Case> {};
 
 TEST_P(StaticLayout, KernelEmulationMatchesPlainProduct) {
@@ -307,12 +319,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, StaticLayout,
                                            Case{{QuantMethod::kInt4W4A16, 64}, false, 16, 128},
                                            Case{{QuantMethod::kInt4W4A16, 128}, true, 48, 384}),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           const Case& c = info.param;
-                           std::string name(quant_name(c.q.method));
-                           if (c.q.method == QuantMethod::kInt4W4A16)
-                             name += "_g" + std::to_string(c.q.group_size);
-                           return name + (c.gated ? "_gated_" : "_") + std::to_string(c.rows) +
-                                  "x" + std::to_string(c.cols);
+                           return case_name(info.param);
                          });
 
 // Every column group is laid out as 8 tiles (a partial last group is zero-padded), so the kernel
