@@ -149,6 +149,10 @@ class MoELayer {
   // Runs the layer. out: [T, H] bf16 contiguous on the layer's device, 1 <= T <= max_num_tokens.
   // stream: a cudaStream_t for the CUDA backend (nullptr = default stream), ignored on the CPU.
   // Throws servekit::Error naming the argument for a wrong dtype, shape, device or layout.
+  // out may be in.hidden itself (an in-place forward, bit for bit the same result: every
+  // backend reads all of hidden before it writes out); any other overlap of out with an input
+  // (part of hidden, router_logits, correction_bias, topk_ids, topk_weights) throws, since some
+  // paths read those after out's first write.
   // One workspace per layer (sized at construction): the device work of two forwards of the same
   // layer must not overlap. Calls on one stream are ordered by the stream; calls on different
   // streams (two micro-batches overlapped on two streams, say) are ordered by the layer: a

@@ -55,6 +55,19 @@ void check_tensor(const TensorView& t, const std::string& where, const std::stri
   }
 }
 
+// forward's out against an input (both checked contiguous): out may be `hidden` itself (an
+// in-place forward: every backend has read all of hidden before it writes out), and must
+// otherwise share no byte with it or with any other input, which some paths read after out's
+// first write (the CUDA combine reads topk_weights; include/servekit/moe.h).
+void check_out_apart(const TensorView& out, const TensorView& t, const std::string& where,
+                     const std::string& name, bool may_be_it) {
+  if (!t.defined() || t.nbytes() == 0 || (may_be_it && t.data == out.data)) return;
+  const auto o = reinterpret_cast<uintptr_t>(out.data), b = reinterpret_cast<uintptr_t>(t.data);
+  SERVEKIT_CHECK(o + out.nbytes() <= b || b + t.nbytes() <= o, where, ": out ", out.str(),
+                 " overlaps ", name, " ", t.str(), "; out must ",
+                 may_be_it ? "be hidden itself (in place) or apart from it" : "not overlap it");
+}
+
 // Offset in storage elements of element (lead, i, j) of a [n, rows, cols] view, or (i, j) of a
 // [rows, cols] view when lead < 0.
 int64_t offset_of(const TensorView& t, int64_t lead, int64_t i, int64_t j) {
@@ -330,6 +343,7 @@ void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
                  " tokens, must be in [1, max_num_tokens=", cfg.exec.max_num_tokens, "]");
   check_tensor(in.hidden, where, "hidden", {DType::kBF16}, {T, H}, dev, true);
   check_tensor(out, where, "out", {DType::kBF16}, {T, H}, dev, true);
+  check_out_apart(out, in.hidden, where, "hidden", true);
   if (dev.is_cuda()) {  // the CUDA kernels move hidden and out rows in 16-byte vectors
     for (const auto& [name, t] :
          {std::pair<const char*, const TensorView*>{"hidden", &in.hidden}, {"out", &out}}) {
@@ -342,6 +356,8 @@ void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
   if (method == RoutingMethod::kPrecomputed) {
     check_tensor(in.topk_ids, where, "topk_ids", {DType::kInt32}, {T, K}, dev, true);
     check_tensor(in.topk_weights, where, "topk_weights", {DType::kF32}, {T, K}, dev, true);
+    check_out_apart(out, in.topk_ids, where, "topk_ids", false);
+    check_out_apart(out, in.topk_weights, where, "topk_weights", false);
     SERVEKIT_CHECK(!in.router_logits.defined(), where, ": router_logits is given but routing ",
                    routing, " uses topk_ids/topk_weights; leave it empty");
     SERVEKIT_CHECK(!in.correction_bias.defined(), where, ": correction_bias is given but routing ",
@@ -351,8 +367,10 @@ void MoELayer::forward(const MoEInputs& in, TensorView out, void* stream) {
   }
   check_tensor(in.router_logits, where, "router_logits", {DType::kF32, DType::kBF16}, {T, E}, dev,
                true);
+  check_out_apart(out, in.router_logits, where, "router_logits", false);
   if (routing_uses_bias(method)) {
     check_tensor(in.correction_bias, where, "correction_bias", {DType::kF32}, {E}, dev, true);
+    check_out_apart(out, in.correction_bias, where, "correction_bias", false);
   } else {
     SERVEKIT_CHECK(!in.correction_bias.defined(), where, ": correction_bias is given but routing ",
                    routing, " does not use one (only deepseek_v3 and minimax do)");

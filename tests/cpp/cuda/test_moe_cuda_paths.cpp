@@ -383,6 +383,55 @@ TEST(MoECuda, DISABLED_ForwardsOnTwoStreamsRaceUnordered) {
   EXPECT_GT(r.differ_a + r.differ_b, 0u) << "the forwards did not overlap";
 }
 
+// moe.h: out may be hidden itself. On both paths, and with a CUDA graph, the in-place forward
+// gives the out-of-place forward's bits: every kernel that reads hidden (the route + plan
+// launch's input preparation, the gather, GEMM1) has finished before the first write of out
+// (the combine, or GEMM2's fused one, after their dependency waits).
+TEST(MoECuda, InPlaceForwardMatchesOutOfPlace) {
+  SERVEKIT_REQUIRE_GPU();
+  for (MoEPath path : {MoEPath::kDynamic, MoEPath::kStatic})
+    for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kInt4W4A16}) {
+      Case c;
+      c.quant = q;
+      c.path = path;
+      c.tokens = path == MoEPath::kStatic ? 5 : 40;
+      SCOPED_TRACE(case_name(c) + (path == MoEPath::kStatic ? "/static" : "/dynamic"));
+      MoELayer layer(make_config(c));
+      load_experts(layer, c);
+      const Inputs in = make_inputs(c, c.tokens);
+      DeviceInputs dev(in, c);
+      const std::vector<float> apart = forward(layer, dev, nullptr);
+      for (const bool graph : {false, true}) {
+        testing::DeviceArray<uint16_t> buf(in.hidden);
+        MoEInputs v = dev.inputs();
+        v.hidden =
+            TensorView::contiguous(buf.get(), DType::kBF16, {c.tokens, c.hidden}, Device::cuda(0));
+        if (graph) {
+          cudaStream_t s;
+          cudaGraph_t g;
+          cudaGraphExec_t exec;
+          ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+          ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), cudaSuccess);
+          layer.forward(v, v.hidden, s);
+          ASSERT_EQ(cudaStreamEndCapture(s, &g), cudaSuccess);
+          ASSERT_EQ(cudaGraphInstantiate(&exec, g, 0), cudaSuccess);
+          ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+          ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+          cudaGraphExecDestroy(exec);
+          cudaGraphDestroy(g);
+          cudaStreamDestroy(s);
+        } else {
+          layer.forward(v, v.hidden, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        }
+        const std::vector<uint16_t> got = buf.download();
+        for (size_t i = 0; i < apart.size(); ++i)
+          ASSERT_EQ(got[i], float_to_bf16(apart[i]))
+              << "element " << i << (graph ? " (graph)" : "");
+      }
+    }
+}
+
 // moe.h: a NaN in a token's input reaches that token's whole output, on both paths and in every
 // activation (fminf / fmaxf clamps turned it into a finite number on the dynamic path, relu into
 // 0); the other tokens stay within the tolerance of the reference.

@@ -364,6 +364,24 @@ namespace {
 
 // moe.h: a NaN in a token's input reaches that token's output in every activation (a NaN through
 // relu or the gpt-oss clamps must not become a finite number); the other tokens stay exact.
+// out may be hidden itself (moe.h): the in-place forward gives the out-of-place result's bits.
+TEST(MoELayer, InPlaceForwardMatchesOutOfPlace) {
+  for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A16,
+                        QuantMethod::kInt4W4A16}) {
+    SCOPED_TRACE(quant_name(q));
+    LayerCase c;
+    c.quant.method = q;
+    MoELayer layer(make_config(c));
+    load_random_experts(layer, 71, true);
+    Inputs in = make_inputs(layer.config(), 7, 72);
+    const std::vector<float> apart = run_poisoned(layer, in);
+    const MoEInputs v = in.view(layer.config());
+    layer.forward(v, TensorView::contiguous(in.hidden.data(), DType::kBF16, {in.tokens, c.hidden}));
+    for (size_t i = 0; i < apart.size(); ++i)
+      ASSERT_EQ(float_to_bf16(apart[i]), in.hidden[i]) << "element " << i;
+  }
+}
+
 TEST(MoELayer, NaNInATokenReachesOnlyItsOutput) {
   for (Activation act :
        {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI, Activation::kReLU2}) {

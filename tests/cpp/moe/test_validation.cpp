@@ -2,6 +2,8 @@
 // none crashes, and the layer stays usable after a rejected call.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -191,6 +193,35 @@ TEST_F(ForwardValidation, UnusedInputsAreRejected) {
   EXPECT_ERROR_NAMING(forward(in, out()), "topk_ids");
 }
 
+// out may be hidden itself (in place); any other overlap with an input is refused by name.
+TEST_F(ForwardValidation, OutOverlappingAnInput) {
+  // A buffer of 8 rows: hidden in rows 0..6, out in rows 1..7 (overlapping, not the same).
+  std::vector<uint16_t> rows(8 * 256);
+  std::copy(in_.hidden.begin(), in_.hidden.end(), rows.begin());
+  MoEInputs in = view();
+  in.hidden = TensorView::contiguous(rows.data(), DType::kBF16, {7, 256});
+  EXPECT_ERROR_NAMING(
+      forward(in, TensorView::contiguous(rows.data() + 256, DType::kBF16, {7, 256})), "out",
+      "overlaps hidden", "in place");
+  // out over the router logits (7 x 16 floats = 448 bytes, inside out's 3584).
+  std::vector<uint16_t> big(7 * 256);
+  in = view();
+  in.router_logits = TensorView::contiguous(big.data() + 64, DType::kF32, {7, 16});
+  std::memcpy(big.data() + 64, in_.logits.data(), in_.logits.size() * sizeof(float));
+  EXPECT_ERROR_NAMING(forward(in, TensorView::contiguous(big.data(), DType::kBF16, {7, 256})),
+                      "out", "overlaps router_logits");
+  in = view();
+  in.correction_bias = TensorView::contiguous(big.data() + 7 * 256 - 32, DType::kF32, {16});
+  EXPECT_ERROR_NAMING(forward(in, TensorView::contiguous(big.data(), DType::kBF16, {7, 256})),
+                      "out", "overlaps correction_bias");
+  // Adjacent is not overlapping: out ends where the bias starts.
+  std::vector<uint16_t> joined(7 * 256 + 32);
+  in = view();
+  std::memcpy(joined.data() + 7 * 256, in_.bias.data(), in_.bias.size() * sizeof(float));
+  in.correction_bias = TensorView::contiguous(joined.data() + 7 * 256, DType::kF32, {16});
+  EXPECT_NO_THROW(forward(in, TensorView::contiguous(joined.data(), DType::kBF16, {7, 256})));
+}
+
 TEST_F(ForwardValidation, LayerStillWorksAfterErrors) {
   MoEInputs in = view();
   in.hidden.dtype = DType::kF32;
@@ -220,6 +251,18 @@ TEST(MoEValidation, PrecomputedIds) {
   v = in.view(layer.config());
   v.topk_ids = TensorView{};
   EXPECT_ERROR_NAMING(layer.forward(v, o), "topk_ids", "required");
+  // The CUDA combine reads topk_weights after out's first write: out may not overlap them.
+  std::vector<uint16_t> both(7 * 256);
+  v = in.view(layer.config());
+  std::memcpy(both.data(), in.weights.data(), in.weights.size() * sizeof(float));
+  v.topk_weights = TensorView::contiguous(both.data(), DType::kF32, {7, 4});
+  EXPECT_ERROR_NAMING(layer.forward(v, TensorView::contiguous(both.data(), DType::kBF16, {7, 256})),
+                      "out", "overlaps topk_weights");
+  v = in.view(layer.config());
+  std::memcpy(both.data() + 128, in.ids.data(), in.ids.size() * sizeof(int32_t));
+  v.topk_ids = TensorView::contiguous(both.data() + 128, DType::kInt32, {7, 4});
+  EXPECT_ERROR_NAMING(layer.forward(v, TensorView::contiguous(both.data(), DType::kBF16, {7, 256})),
+                      "out", "overlaps topk_ids");
 }
 
 TEST(MoEValidation, ExpertRoutedToButNotLoaded) {
