@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Session 61: the static and layer GPU tests (`*Static*:MoECuda*`, 73 on main, ~100 s on an
-# H100) of the branch that drops the serial unit tail (fold-tail: static_fixup_serial,
-# static_combine_quad_serial and SERVEKIT_DIAG_STATIC_SERIAL_TAIL; the test's serial-vs-batched
-# bit check goes with them, 72 tests), from its test binary built on the CPU machine (carry
+# Session 61: the static and layer GPU tests (`*Static*:MoECuda*`, ~100 s on an H100; 75 on
+# main, with session 61's in-place test) of the change that drops the serial unit tail
+# (static_fixup_serial, static_combine_quad_serial and SERVEKIT_DIAG_STATIC_SERIAL_TAIL; the
+# serial-vs-batched bit check inside every StaticMoECuda case goes with them, no test does),
+# from its test binary built on the CPU machine (carry
 # build-fold: servekit_gpu_tests.xz and commit). Any card: the change deletes a diagnostic path
 # and no default code, so a pass on either card is the check; whether it merges is the H200 A/B
 # of bench/runs/2026-12-07-s60-rows.sh.

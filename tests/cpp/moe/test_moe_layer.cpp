@@ -362,8 +362,6 @@ TEST(MoELayer, ToleranceCatchesMissingBiasAndSwappedGateUp) {
 namespace servekit {
 namespace {
 
-// moe.h: a NaN in a token's input reaches that token's output in every activation (a NaN through
-// relu or the gpt-oss clamps must not become a finite number); the other tokens stay exact.
 // out may be hidden itself (moe.h): the in-place forward gives the out-of-place result's bits.
 TEST(MoELayer, InPlaceForwardMatchesOutOfPlace) {
   for (QuantMethod q : {QuantMethod::kBF16, QuantMethod::kFP8Block128, QuantMethod::kMXFP4W4A16,
@@ -382,6 +380,8 @@ TEST(MoELayer, InPlaceForwardMatchesOutOfPlace) {
   }
 }
 
+// moe.h: a NaN in a token's input reaches that token's output in every activation (a NaN through
+// relu or the gpt-oss clamps must not become a finite number); the other tokens stay exact.
 TEST(MoELayer, NaNInATokenReachesOnlyItsOutput) {
   for (Activation act :
        {Activation::kSwiGLU, Activation::kGeGLU, Activation::kSwiGLUOAI, Activation::kReLU2}) {
