@@ -2,7 +2,9 @@
 # Installs everything servekit's build and tests need on a fresh Debian machine:
 #   system packages from the Debian archive (only when something is missing), and the CUTLASS
 #   headers from the PyPI package nvidia-cutlass, unpacked into .deps/cutlass (git-ignored).
-# Idempotent: a second run does nothing but check.
+# Idempotent: a second run does nothing but check. Arguments name further tools a script needs
+# (scripts/valgrind.sh: valgrind), each a Debian package of the command's name, installed the
+# same way when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,7 @@ command -v g++ >/dev/null || need+=(g++)
 command -v python3 >/dev/null || need+=(python3)
 [ -f /usr/include/gtest/gtest.h ] || need+=(libgtest-dev)
 [ -f /usr/include/benchmark/benchmark.h ] || need+=(libbenchmark-dev)
+for tool in "$@"; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]} from the Debian archive"
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo

@@ -8,14 +8,7 @@
 # arithmetic to flush subnormals (valgrind does not emulate those MXCSR modes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-command -v valgrind >/dev/null || {
-  echo "valgrind: installing valgrind from the Debian archive"
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq valgrind
-}
+scripts/setup.sh valgrind
 BUILD_DIR=build-vg scripts/build.sh -DSERVEKIT_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 skip='*FastEnough*:ExactMath.DetectsFlushToZeroAndDenormalsAreZero:RouteCpu.ZeroTokensAndErrors'
 shards=${JOBS:-$(nproc)}
